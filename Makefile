@@ -1,0 +1,41 @@
+# poolsplit -- `make` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test lint bench notebooks clean
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Stamps make a second run fast: reinstall only when pyproject.toml changes.
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@ $(VENV)/.core
+
+install: $(VENV)/.dev  ## create .venv and install poolsplit with every extra
+
+demo: $(VENV)/.core  ## the main job: single budget vs pool-split on the shipped store
+	$(BIN)/poolsplit demo
+
+lint: $(VENV)/.dev  ## ruff, and mypy --strict on the vendorable core
+	$(BIN)/ruff check .
+	$(BIN)/mypy poolsplit_core/poolsplit.py
+
+test: lint  ## lint, then the whole test suite (notebooks included)
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store
+	$(BIN)/python benchmarks/bench_retrieve.py
+
+clean:  ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -1,0 +1,13 @@
+"""Thin framework adapters over the poolsplit core.
+
+Import the adapter you use; each needs only its own framework:
+
+- ``poolsplit_integrations.langchain`` -- ``pip install 'poolsplit[langchain]'``
+- ``poolsplit_integrations.llama_index`` -- ``pip install 'poolsplit[llamaindex]'``
+
+This package imports neither framework itself, so using one adapter never
+requires the other. Both adapters share one mapping between framework objects
+and entry dicts (:mod:`poolsplit_integrations._entries`); the core decides.
+"""
+
+__all__: list = []

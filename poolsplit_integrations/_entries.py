@@ -1,0 +1,165 @@
+"""The one mapping between framework documents and poolsplit entry dicts.
+
+Both adapters (LangChain ``Document``, LlamaIndex ``TextNode``) reduce their
+objects to ``(text, metadata, id)`` and call :func:`to_entry`; results go back
+through :func:`result_metadata`. Nothing here imports a framework.
+
+============================  =================================================
+entry key                      comes from
+============================  =================================================
+``content``                    the text (``page_content`` / node text)
+``id``                         ``metadata["id"]``, else the document/node id
+``type``                       ``metadata["type"]`` (missing: ``"note"``)
+``scope``                      ``metadata["scope"]`` (``"always"`` = correction)
+``tags``                       ``metadata["tags"]`` (a str is one tag)
+``project``                    ``metadata["project"]``
+``created``                    ``metadata["created"]`` (ISO-8601 or datetime)
+``token_count``                ``metadata["token_count"]`` (positive int)
+``base_priority``              ``metadata["base_priority"]`` (default 5)
+``status``                     ``metadata["status"]`` (default ``"active"``)
+``superseded_by``              ``metadata["superseded_by"]``
+``similarity``                 a candidate's retriever score, when it has one
+any other key                  passed through for a custom scorer
+============================  =================================================
+
+Results carry three added metadata keys: ``poolsplit_pool`` (the pool's
+name), ``poolsplit_score`` (the score, ``None`` for always-scope) and
+``poolsplit_always`` (bool). Metadata is always copied, never changed in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from poolsplit_core.poolsplit import Explanation, _check_pools
+
+#: The entry keys SPEC.md gives a meaning to, read from metadata.
+ENTRY_KEYS = (
+    "id", "type", "scope", "tags", "project", "created",
+    "token_count", "base_priority", "status", "superseded_by",
+)
+#: Metadata keys poolsplit adds to the documents it returns.
+RESULT_KEYS = ("poolsplit_pool", "poolsplit_score", "poolsplit_always")
+
+
+def to_entry(
+    text: str,
+    metadata: Mapping[str, Any] | None,
+    doc_id: str | None = None,
+    *,
+    similarity: float | None = None,
+) -> dict[str, Any]:
+    """Map ``(text, metadata, id)`` to a new entry dict; ``metadata`` is copied.
+
+    >>> to_entry("Never force-push.", {"scope": "always"}, "d1")
+    {'scope': 'always', 'content': 'Never force-push.', 'id': 'd1'}
+    """
+    entry = dict(metadata or {})
+    entry["content"] = text
+    if entry.get("id") is None and doc_id is not None:
+        entry["id"] = doc_id
+    if similarity is not None:
+        entry["similarity"] = similarity
+    return entry
+
+
+def result_metadata(
+    metadata: Mapping[str, Any] | None, pool: str, score: float | None, always: bool
+) -> dict[str, Any]:
+    """A copy of ``metadata`` with the three ``poolsplit_*`` keys added.
+
+    >>> result_metadata({"type": "task"}, "work", 4.5, False)
+    {'type': 'task', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5, 'poolsplit_always': False}
+    """
+    out = dict(metadata or {})
+    out["poolsplit_pool"] = pool
+    out["poolsplit_score"] = score
+    out["poolsplit_always"] = always
+    return out
+
+
+def build_context(
+    default: Mapping[str, Any] | None, message: str, **overrides: Any
+) -> dict[str, Any]:
+    """The retrieval context of one call: defaults, then overrides, then the query.
+
+    >>> build_context({"project": "atlas", "tags": ["db"]}, "why?", tags=["ops"])
+    {'project': 'atlas', 'tags': ['ops'], 'message': 'why?'}
+
+    Overrides whose value is ``None`` are ignored, so ``project=None`` keeps
+    the default.
+    """
+    context = dict(default or {})
+    context.update({key: value for key, value in overrides.items() if value is not None})
+    context["message"] = message
+    return context
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One loaded entry, in the order an adapter returns it."""
+
+    index: int  # position in the entries given to the core
+    pool: str
+    score: float | None  # None for always-scope entries
+    always: bool
+
+
+def assemble(explanation: Explanation, k: int | None = None) -> list[Hit]:
+    """Flatten one call's loaded entries into the order adapters return.
+
+    Every always-scope entry of every pool comes first (pool order, then
+    store order), then the contextual entries pool by pool in selection
+    order. ``k`` caps the contextual entries across pools, filled fairly:
+    round-robin over the pools in pool order, each pool's best first. It
+    never cuts an always-scope entry.
+    """
+    loaded = explanation.loaded()
+    always = [d for picked in loaded.values() for d in picked if d.outcome == "always"]
+    contextual = [[d for d in picked if d.outcome == "selected"] for picked in loaded.values()]
+    if k is not None:
+        keep = _round_robin_counts([len(picked) for picked in contextual], k)
+        contextual = [picked[:n] for picked, n in zip(contextual, keep)]
+    ordered = always + [d for picked in contextual for d in picked]
+    return [
+        Hit(d.index, d.pool or "", None if d.outcome == "always" else d.score,
+            d.outcome == "always")
+        for d in ordered
+    ]
+
+
+def _round_robin_counts(sizes: Sequence[int], k: int) -> list[int]:
+    """How many of each pool's entries a fair cap of ``k`` keeps.
+
+    >>> _round_robin_counts([5, 1, 3], 6)
+    [3, 1, 2]
+    """
+    keep = [0] * len(sizes)
+    budget = k
+    while budget > 0 and any(n < size for n, size in zip(keep, sizes)):
+        for i, size in enumerate(sizes):
+            if budget > 0 and keep[i] < size:
+                keep[i] += 1
+                budget -= 1
+    return keep
+
+
+def check_k(k: Any) -> int | None:
+    """Validate a contextual cap: None, or an int >= 0."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int or None, got {k!r}")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    return k
+
+
+def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
+    """Validate an adapter's pool list at construction: non-empty, unique names."""
+    checked = _check_pools(pools)
+    if not checked:
+        raise ValueError("pools must hold at least one Pool, got an empty list")
+    return checked
