@@ -31,9 +31,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from poolsplit_core.poolsplit import Explanation, _check_pools
+from poolsplit_core.poolsplit import (
+    Explanation,
+    Pool,
+    _check_pools,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+    explain_pools,
+)
 
 #: The entry keys SPEC.md gives a meaning to, read from metadata.
 ENTRY_KEYS = (
@@ -163,3 +172,57 @@ def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
     if not checked:
         raise ValueError("pools must hold at least one Pool, got an empty list")
     return checked
+
+
+class Selector:
+    """What both adapters delegate to: the mapped static store and the core's options.
+
+    Built once per retriever (the static store is mapped once), then asked
+    per query. It returns the entries the core saw and the :class:`Hit` list
+    in adapter order, so the adapter only translates back.
+
+    >>> from poolsplit_core.poolsplit import Pool
+    >>> sel = Selector([{"id": "fix", "scope": "always"}, {"id": "a", "content": "alpha"}],
+    ...                [Pool("all", max_tokens=100, max_entries=5)])
+    >>> entries, hits = sel.select("alpha?")
+    >>> [(entries[h.index]["id"], h.always) for h in hits]
+    [('fix', True), ('a', False)]
+    """
+
+    def __init__(
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        pools: Iterable[Pool],
+        *,
+        context: Mapping[str, Any] | None = None,
+        k: int | None = None,
+        scorer: Any = default_scorer,
+        token_counter: Any = default_token_counter,
+        is_active: Any = default_is_active,
+        now: datetime | None = None,
+    ) -> None:
+        self.entries = list(entries)
+        self.pools = check_pools_arg(pools)
+        self.context = dict(context or {})
+        self.k = check_k(k)
+        self.options = {"scorer": scorer, "token_counter": token_counter,
+                        "is_active": is_active, "now": now}
+
+    def select(
+        self,
+        message: str,
+        extra: Sequence[Mapping[str, Any]] = (),
+        *,
+        k: int | None = None,
+        **overrides: Any,
+    ) -> tuple[list[Mapping[str, Any]], list[Hit]]:
+        """Run pool-split for one query over the static store plus ``extra``.
+
+        ``overrides`` (e.g. ``project``, ``tags``) replace the default context
+        for this call; ``k`` replaces the default cap.
+        """
+        entries = self.entries + list(extra) if extra else self.entries
+        context = build_context(self.context, message, **overrides)
+        explanation = explain_pools(entries, self.pools, context, **self.options)
+        cap = self.k if k is None else check_k(k)
+        return entries, assemble(explanation, cap)
