@@ -1,0 +1,505 @@
+"""LangChain adapter: pool-split retrieval as a retriever and as a compressor.
+
+Two components, one code path:
+
+- :class:`PoolSplitRetriever` -- a ``BaseRetriever`` over a memory store of
+  ``Document`` objects (optionally merged with a candidate retriever's
+  results); it goes anywhere a retriever goes: LCEL chains, ``batch``,
+  ``ainvoke``, ``as_tool()``, tracing.
+- :class:`PoolSplitCompressor` -- a ``BaseDocumentCompressor`` applying the
+  same pool-split to documents another retriever found, with ``pinned``
+  corrections that always join the candidates.
+
+Both map each ``Document`` to an entry dict through
+:mod:`poolsplit_integrations._entries` (the mapping table lives there and in
+the README), let the core decide, and return new ``Document`` objects with
+``poolsplit_pool``, ``poolsplit_score`` and ``poolsplit_always`` added to a
+copy of the metadata. Input documents are never modified.
+
+Needs the ``langchain`` extra: ``pip install 'poolsplit[langchain]'``.
+"""
+
+# The imports below must follow the require() call, which turns a missing
+# langchain-core into an ImportError naming the extra to install.
+# ruff: noqa: E402
+
+from __future__ import annotations
+
+from poolsplit_integrations._extras import require
+
+require("langchain_core", "langchain")
+
+import numbers
+from collections.abc import Hashable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Callable
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+    Callbacks,
+)
+from langchain_core.documents import Document
+from langchain_core.documents.compressor import BaseDocumentCompressor
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from typing_extensions import Self
+
+from poolsplit_core.poolsplit import (
+    Pool,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+)
+from poolsplit_integrations._entries import (
+    Hit,
+    Selector,
+    check_k,
+    check_pools_arg,
+    result_metadata,
+    to_entry,
+)
+
+__all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
+
+#: Keyword arguments ``PoolSplitRetriever.invoke(query, **kwargs)`` accepts.
+CALL_KWARGS = ("project", "tags", "k")
+# LangChain's invoke() reads ``verbose`` itself and then forwards it to us.
+_FRAMEWORK_KWARGS = frozenset({"verbose"})
+
+
+# --------------------------------------------------------------------------
+# Private helpers: Documents in, Documents out (framework-side only)
+# --------------------------------------------------------------------------
+
+
+def _check_documents(value: Any, field: str) -> Any:
+    """Refuse anything but a list of ``Document`` (pydantic would coerce dicts)."""
+    if isinstance(value, (str, bytes, Mapping, Document)) or not isinstance(value, Sequence):
+        raise TypeError(f"{field} must be a list of Document, got {type(value).__name__}")
+    for i, doc in enumerate(value):
+        if not isinstance(doc, Document):
+            raise TypeError(f"{field}[{i}] must be a Document, got {type(doc).__name__}")
+    return value
+
+
+def _freeze(value: Any) -> Hashable:
+    """A hashable stand-in for ``value`` so that equal metadata gives equal keys."""
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted(((repr(k), _freeze(v)) for k, v in value.items()))))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_freeze(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(v) for v in value)))
+    try:
+        hash(value)
+    except TypeError:
+        return ("repr", repr(value))
+    return value
+
+
+def _doc_key(doc: Document) -> Hashable:
+    """The duplicate key of a document: its ``id``, else content and metadata."""
+    if doc.id is not None:
+        return ("id", doc.id)
+    return ("content", doc.page_content, _freeze(doc.metadata))
+
+
+def _similarity(doc: Document) -> float | None:
+    """A candidate's retriever score (``metadata["score"]``), when it is a number."""
+    score = doc.metadata.get("score")
+    if isinstance(score, numbers.Real) and not isinstance(score, bool):
+        return float(score)
+    return None
+
+
+def _call_overrides(kwargs: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """The per-call ``project``/``tags``/``k`` overrides; anything else is a typo."""
+    unknown = sorted(set(kwargs) - set(CALL_KWARGS) - _FRAMEWORK_KWARGS)
+    if unknown:
+        raise TypeError(
+            f"{owner}.invoke() got unexpected keyword argument(s) {unknown};"
+            f" it accepts {', '.join(f'{name}=' for name in CALL_KWARGS)}"
+        )
+    return {key: kwargs[key] for key in CALL_KWARGS if key in kwargs}
+
+
+def _to_document(doc: Document, hit: Hit) -> Document:
+    """A new Document: same id and text, metadata copied plus the ``poolsplit_*`` keys."""
+    score = None if hit.score is None else float(hit.score)
+    return Document(
+        id=doc.id,
+        page_content=doc.page_content,
+        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always),
+    )
+
+
+class _Store:
+    """A static store mapped once: its Documents, their keys and the Selector."""
+
+    def __init__(self, documents: Sequence[Document], selector_args: dict[str, Any]) -> None:
+        self.documents = list(documents)
+        self.keys = {_doc_key(doc) for doc in self.documents}
+        entries = [to_entry(doc.page_content, doc.metadata, doc.id) for doc in self.documents]
+        self.selector = Selector(entries, **selector_args)
+
+
+def _pool_split(
+    store: _Store,
+    query: str,
+    candidates: Sequence[Document] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> list[Document]:
+    """The one code path of both components: merge, map, select, map back.
+
+    ``candidates`` join the static store, minus duplicates (of the store or of
+    each other, by :func:`_doc_key`); a candidate's ``metadata["score"]``
+    becomes the entry key ``similarity``. The Selector orders and caps.
+    """
+    seen = set(store.keys)
+    extra: list[Document] = []
+    for doc in candidates:
+        key = _doc_key(doc)
+        if key not in seen:
+            seen.add(key)
+            extra.append(doc)
+    extra_entries = [
+        to_entry(doc.page_content, doc.metadata, doc.id, similarity=_similarity(doc))
+        for doc in extra
+    ]
+    _, hits = store.selector.select(query, extra_entries, **(overrides or {}))
+    documents = store.documents + extra if extra else store.documents
+    return [_to_document(documents[hit.index], hit) for hit in hits]
+
+
+def _selector_args(component: Any) -> dict[str, Any]:
+    """The Selector's options, read from either component's fields."""
+    return {name: getattr(component, name) for name in _SELECTOR_FIELDS}
+
+
+_SELECTOR_FIELDS = ("pools", "context", "k", "scorer", "token_counter", "is_active", "now")
+# Unknown init args are typos, not silently ignored; assigning a field rebuilds the store.
+_CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+
+
+# --------------------------------------------------------------------------
+# PoolSplitRetriever
+# --------------------------------------------------------------------------
+
+
+class PoolSplitRetriever(BaseRetriever):
+    r"""Pool-split retriever: reserved budgets per entry type, corrections first.
+
+    Each :class:`~poolsplit_core.poolsplit.Pool` reserves a token budget and
+    an entry cap for a group of entry types, so high-priority types cannot
+    crowd out low-priority ones. Documents whose metadata says
+    ``scope="always"`` (behavioural corrections) load first, outside every
+    budget: a burst of fresh documents never pushes them out.
+
+    Setup:
+        Install the extra:
+
+        .. code-block:: bash
+
+            pip install 'poolsplit[langchain]'
+
+    Key init args:
+        documents: list[Document]
+            The memory store; each Document is one entry. Its metadata holds
+            the entry keys (``type``, ``scope``, ``tags``, ``project``,
+            ``created``, ``base_priority``, ...); ``Document.id`` is the entry
+            id when metadata has none. Mapped to entries once, here.
+        pools: list[Pool]
+            At least one pool, unique names.
+        k: int | None
+            Cap on the number of *contextual* documents across pools, filled
+            round-robin in pool order. Always-scope documents are never cut
+            and not counted.
+        context: dict | None
+            Default retrieval context, e.g. ``{"project": "atlas",
+            "tags": ["db"]}``. The query becomes ``context["message"]``.
+        scorer, token_counter, is_active: callables
+            The core's hooks; default to the core's defaults.
+        now: datetime | None
+            A fixed clock for reproducible scoring (``None``: current time).
+        base_retriever: BaseRetriever | None
+            Optional candidate source (e.g. a vector store's retriever). Its
+            results join ``documents`` on every query (duplicates by id, else
+            by content and metadata, kept once); its run is traced as a child
+            of ours. Always-scope ``documents`` load whatever it returns.
+
+    Instantiate:
+        .. code-block:: python
+
+            from datetime import datetime, timezone
+
+            from langchain_core.documents import Document
+
+            from poolsplit_core import Pool
+            from poolsplit_integrations.langchain import PoolSplitRetriever
+
+            store = [
+                Document(id="c1", page_content="Never force-push to main.",
+                         metadata={"type": "correction", "scope": "always"}),
+                Document(id="t1", page_content="Ship the release notes on Friday.",
+                         metadata={"type": "task", "base_priority": 8}),
+                Document(id="s1", page_content="Use git bisect run to find a regression.",
+                         metadata={"type": "skill", "base_priority": 3}),
+            ]
+            retriever = PoolSplitRetriever(
+                documents=store,
+                pools=[
+                    Pool("work", max_tokens=200, max_entries=3, types=("task", "correction")),
+                    Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
+                ],
+                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            )
+
+    Invoke:
+        .. code-block:: python
+
+            docs = retriever.invoke("release notes")
+            print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
+            # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
+
+            # Per-call context and cap: project=, tags=, k= (k counts contextual only).
+            docs = retriever.invoke("release notes", k=1)
+            print([d.id for d in docs])
+            # ['c1', 't1']
+
+    Use within a chain:
+        .. code-block:: python
+
+            from langchain_core.language_models.fake_chat_models import (
+                ParrotFakeChatModel,
+            )
+            from langchain_core.output_parsers import StrOutputParser
+            from langchain_core.prompts import ChatPromptTemplate
+            from langchain_core.runnables import RunnablePassthrough
+
+            def format_docs(docs):
+                return "\n".join(d.page_content for d in docs)
+
+            prompt = ChatPromptTemplate.from_template(
+                "Memory:\n{context}\n\nQuestion: {question}"
+            )
+            llm = ParrotFakeChatModel()  # any chat model; this one echoes the prompt
+            chain = (
+                {"context": retriever | format_docs, "question": RunnablePassthrough()}
+                | prompt
+                | llm
+                | StrOutputParser()
+            )
+            print(chain.invoke("Can I push the release notes to main?"))
+            # Memory:
+            # Never force-push to main.
+            # ...
+    """
+
+    model_config = _CONFIG
+
+    documents: list[Document] = Field(default_factory=list)
+    """The memory store; each Document is one entry."""
+    pools: list[Pool]
+    """Reserved budgets, filled in order; at least one, unique names."""
+    k: int | None = None
+    """Cap on contextual documents across pools (None: no cap); never cuts always-scope."""
+    context: dict[str, Any] | None = None
+    """Default retrieval context (``project``, ``tags``, custom keys)."""
+    scorer: Callable[..., float] = default_scorer
+    """``scorer(entry, context, now=now) -> float``."""
+    token_counter: Callable[[str], int] = default_token_counter
+    """Token cost of an entry without a positive ``token_count``."""
+    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active
+    """Which entries may load at all."""
+    now: datetime | None = None
+    """Fixed clock for scoring; None means the current time."""
+    base_retriever: BaseRetriever | None = None
+    """Optional candidate source merged with ``documents`` on every query."""
+
+    _store: _Store = PrivateAttr()
+
+    @field_validator("documents", mode="before")
+    @classmethod
+    def _validate_documents(cls, value: Any) -> Any:
+        return _check_documents(value, "documents")
+
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _validate_pools(cls, value: Any) -> Any:
+        return check_pools_arg(value)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _validate_k(cls, value: Any) -> Any:
+        return check_k(value)
+
+    @model_validator(mode="after")
+    def _build_store(self) -> Self:
+        # Runs at construction and on every field assignment, so the mapped
+        # store and the Selector never go stale.
+        self._store = _Store(self.documents, _selector_args(self))
+        return self
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """Pool-split ``documents`` (plus ``base_retriever``'s results) for ``query``.
+
+        Args:
+            query: The query; it becomes ``context["message"]``.
+            run_manager: The callback manager of this run.
+            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``.
+
+        Returns:
+            Always-scope documents of every pool first, then the contextual
+            ones pool by pool, as new Documents with ``poolsplit_*`` metadata.
+        """
+        overrides = _call_overrides(kwargs, type(self).__name__)
+        candidates: list[Document] = []
+        if self.base_retriever is not None:
+            candidates = self.base_retriever.invoke(
+                query, config={"callbacks": run_manager.get_child()}
+            )
+        return _pool_split(self._store, query, candidates, overrides)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """Async :meth:`_get_relevant_documents`; awaits ``base_retriever.ainvoke``.
+
+        Args:
+            query: The query; it becomes ``context["message"]``.
+            run_manager: The async callback manager of this run.
+            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``.
+
+        Returns:
+            The same documents :meth:`_get_relevant_documents` returns.
+        """
+        overrides = _call_overrides(kwargs, type(self).__name__)
+        candidates: list[Document] = []
+        if self.base_retriever is not None:
+            candidates = await self.base_retriever.ainvoke(
+                query, config={"callbacks": run_manager.get_child()}
+            )
+        return _pool_split(self._store, query, candidates, overrides)
+
+
+# --------------------------------------------------------------------------
+# PoolSplitCompressor
+# --------------------------------------------------------------------------
+
+
+class PoolSplitCompressor(BaseDocumentCompressor):
+    """Pool-split applied to documents another retriever found, corrections pinned.
+
+    The compressor-pipeline idiom: a similarity search proposes candidates,
+    this compressor assembles the context by pools. ``pinned`` documents
+    (typically the ``scope="always"`` corrections) join the candidates on
+    every call, so a correction loads even when the search missed it. Where a
+    vector store put a ``metadata["score"]`` on a candidate, a custom scorer
+    reads it as the entry key ``similarity``.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install 'poolsplit[langchain]'
+
+    Key init args:
+        pools: list[Pool]
+            At least one pool, unique names.
+        pinned: list[Document]
+            Documents that always join the candidates (mapped once, here).
+        k, context, scorer, token_counter, is_active, now:
+            As for :class:`PoolSplitRetriever`.
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_core.documents import Document
+
+            from poolsplit_core import Pool
+            from poolsplit_integrations.langchain import PoolSplitCompressor
+
+            def by_similarity(entry, context):
+                return entry.get("similarity", 0.0)
+
+            compressor = PoolSplitCompressor(
+                pools=[Pool("memory", max_tokens=200, max_entries=2)],
+                pinned=[Document(id="c1", page_content="Never force-push to main.",
+                                 metadata={"scope": "always"})],
+                scorer=by_similarity,
+            )
+
+    Compress:
+        .. code-block:: python
+
+            found = [  # e.g. from a vector store, with its scores in metadata
+                Document(id="a", page_content="Release checklist", metadata={"score": 0.4}),
+                Document(id="b", page_content="Push policy", metadata={"score": 0.9}),
+            ]
+            docs = compressor.compress_documents(found, "how do I push the release?")
+            print([d.id for d in docs])
+            # ['c1', 'b', 'a']
+    """
+
+    model_config = _CONFIG
+
+    pools: list[Pool]
+    """Reserved budgets, filled in order; at least one, unique names."""
+    pinned: list[Document] = Field(default_factory=list)
+    """Documents that join the candidates on every call (e.g. corrections)."""
+    k: int | None = None
+    """Cap on contextual documents across pools (None: no cap); never cuts always-scope."""
+    context: dict[str, Any] | None = None
+    """Default retrieval context (``project``, ``tags``, custom keys)."""
+    scorer: Callable[..., float] = default_scorer
+    """``scorer(entry, context, now=now) -> float``; sees ``similarity``."""
+    token_counter: Callable[[str], int] = default_token_counter
+    """Token cost of an entry without a positive ``token_count``."""
+    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active
+    """Which entries may load at all."""
+    now: datetime | None = None
+    """Fixed clock for scoring; None means the current time."""
+
+    _store: _Store = PrivateAttr()
+
+    @field_validator("pinned", mode="before")
+    @classmethod
+    def _validate_pinned(cls, value: Any) -> Any:
+        return _check_documents(value, "pinned")
+
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _validate_pools(cls, value: Any) -> Any:
+        return check_pools_arg(value)
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _validate_k(cls, value: Any) -> Any:
+        return check_k(value)
+
+    @model_validator(mode="after")
+    def _build_store(self) -> Self:
+        self._store = _Store(self.pinned, _selector_args(self))
+        return self
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Pool-split ``pinned`` plus ``documents`` for ``query``.
+
+        Args:
+            documents: The candidates another retriever found.
+            query: The query; it becomes ``context["message"]``.
+            callbacks: Unused; accepted for the compressor interface.
+
+        Returns:
+            Always-scope documents first, then the contextual ones pool by
+            pool, as new Documents with ``poolsplit_*`` metadata.
+        """
+        _check_documents(documents, "documents")
+        return _pool_split(self._store, query, documents)
