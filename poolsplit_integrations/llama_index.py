@@ -1,0 +1,610 @@
+"""Pool-split retrieval for LlamaIndex: a retriever, a node postprocessor, a memory block.
+
+Needs ``pip install 'poolsplit[llamaindex]'`` (llama-index-core 0.14).
+
+LlamaIndex assembles context in three places, and poolsplit plugs into each:
+
+- :class:`PoolSplitRetriever` -- a ``BaseRetriever`` over a static set of
+  nodes (and, optionally, the candidates of another retriever); use it under
+  ``RetrieverQueryEngine``.
+- :class:`PoolSplitPostprocessor` -- a ``BaseNodePostprocessor`` that applies
+  pool-split to the candidates another retriever found, with ``pinned``
+  correction nodes that always join them.
+- :class:`PoolSplitMemoryBlock` -- a ``BaseMemoryBlock[str]`` for
+  ``llama_index.core.memory.Memory`` that renders the agent's memory store,
+  corrections first, then each pool.
+
+The adapters only translate: a node becomes an entry dict through the shared
+mapping (:func:`poolsplit_integrations._entries.to_entry`; the node's metadata
+supplies ``type``, ``scope``, ``tags``, ... and the node id is the entry id),
+:class:`~poolsplit_integrations._entries.Selector` runs the core, and the hits
+come back as ``NodeWithScore`` on copies of the nodes.
+
+Every returned node is a copy whose metadata gains ``poolsplit_pool``,
+``poolsplit_always`` and ``poolsplit_score`` (the core's score; ``None`` for
+always-scope). These three keys are added to the copy's
+``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so they
+never reach a prompt or an embedding.
+
+**The score of an always-scope node.** ``NodeWithScore.score`` is the poolsplit
+score for contextual nodes. An always-scope node has no score of its own (it
+loads unconditionally), so it gets one just above the best contextual score of
+the same result: ``max(contextual scores) + 1`` (the next float up when ``+ 1``
+is lost to rounding), or ``1.0`` when no contextual node was loaded. So a
+downstream step that sorts by score (a reranker, ``SimilarityPostprocessor``
+ordering, a merge of retrievers) can never push a correction below content,
+whatever the sign or size of the contextual scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from poolsplit_integrations._extras import require
+
+require("llama_index.core", "llamaindex")
+
+from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
+from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator  # noqa: E402
+from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
+from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
+from llama_index.core.schema import (  # noqa: E402
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    TextNode,
+)
+
+from poolsplit_core.poolsplit import (  # noqa: E402
+    Pool,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+)
+from poolsplit_integrations._entries import (  # noqa: E402
+    RESULT_KEYS,
+    Hit,
+    Selector,
+    check_k,
+    check_pools_arg,
+    result_metadata,
+    to_entry,
+)
+
+__all__ = ["PoolSplitMemoryBlock", "PoolSplitPostprocessor", "PoolSplitRetriever"]
+
+#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
+CORRECTIONS_HEADING = "Corrections (always apply)"
+
+
+# --------------------------------------------------------------------------
+# Private helpers: node <-> entry, and the one code path all adapters share
+# --------------------------------------------------------------------------
+
+
+def _node_entry(node: BaseNode, similarity: float | None = None) -> dict[str, Any]:
+    """The entry dict of one node (text, metadata, node id), via the shared mapping."""
+    return to_entry(
+        node.get_content(metadata_mode=MetadataMode.NONE),
+        node.metadata,
+        node.node_id,
+        similarity=similarity,
+    )
+
+
+def _unique_nodes(nodes: Iterable[BaseNode], seen: set[str] | None = None) -> list[BaseNode]:
+    """``nodes`` with repeated node ids dropped (first kept); updates ``seen``."""
+    seen = set() if seen is None else seen
+    kept = []
+    for node in nodes:
+        if not isinstance(node, BaseNode):
+            raise TypeError(f"nodes must hold LlamaIndex nodes, got {type(node).__name__}")
+        if node.node_id not in seen:
+            seen.add(node.node_id)
+            kept.append(node)
+    return kept
+
+
+def _above(score: float) -> float:
+    """The smallest convenient float strictly above ``score``: ``score + 1``."""
+    bumped = score + 1.0
+    return bumped if bumped > score else math.nextafter(score, math.inf)
+
+
+def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
+    """A copy of ``node`` carrying the ``poolsplit_*`` metadata; ``node`` is untouched."""
+    hidden = list(RESULT_KEYS)
+    return node.model_copy(update={
+        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always),
+        "excluded_llm_metadata_keys": [
+            *(k for k in node.excluded_llm_metadata_keys if k not in hidden), *hidden],
+        "excluded_embed_metadata_keys": [
+            *(k for k in node.excluded_embed_metadata_keys if k not in hidden), *hidden],
+    })
+
+
+def _pool_split_nodes(
+    selector: Selector,
+    static_nodes: Sequence[BaseNode],
+    query: str,
+    candidates: Sequence[NodeWithScore] = (),
+) -> list[NodeWithScore]:
+    """Run pool-split over ``static_nodes`` plus ``candidates``; return NodeWithScore.
+
+    ``selector`` already holds the entries of ``static_nodes`` (same order).
+    A candidate whose node id is already static, or seen earlier among the
+    candidates, is dropped: each node id is kept once. A kept candidate's
+    score reaches the scorer as the entry key ``similarity``.
+    """
+    seen = {node.node_id for node in static_nodes}
+    extra_nodes: list[BaseNode] = []
+    extra_entries: list[dict[str, Any]] = []
+    for candidate in candidates:
+        if candidate.node.node_id in seen:
+            continue
+        seen.add(candidate.node.node_id)
+        extra_nodes.append(candidate.node)
+        extra_entries.append(_node_entry(candidate.node, candidate.score))
+
+    _, hits = selector.select(query, extra=extra_entries)
+    nodes = [*static_nodes, *extra_nodes]
+    contextual = [float(hit.score) for hit in hits if hit.score is not None]
+    always_score = _above(max(contextual)) if contextual else 1.0
+    return [
+        NodeWithScore(
+            node=_result_node(nodes[hit.index], hit),
+            score=always_score if hit.always else float(hit.score or 0.0),
+        )
+        for hit in hits
+    ]
+
+
+def _documents_to_nodes(
+    documents: Sequence[Document], node_parser: NodeParser | None
+) -> list[BaseNode]:
+    """One TextNode per document (same id, text and metadata), or the parser's nodes."""
+    if node_parser is not None:
+        return list(node_parser.get_nodes_from_documents(documents))
+    nodes: list[BaseNode] = []
+    for doc in documents:
+        if not isinstance(doc, BaseNode):
+            raise TypeError(f"documents must hold LlamaIndex Documents, got {type(doc).__name__}")
+        nodes.append(TextNode(
+            id_=doc.node_id,
+            text=doc.get_content(metadata_mode=MetadataMode.NONE),
+            metadata=dict(doc.metadata),
+            excluded_llm_metadata_keys=list(doc.excluded_llm_metadata_keys),
+            excluded_embed_metadata_keys=list(doc.excluded_embed_metadata_keys),
+            relationships={NodeRelationship.SOURCE: doc.as_related_node_info()},
+        ))
+    return nodes
+
+
+# --------------------------------------------------------------------------
+# PoolSplitRetriever
+# --------------------------------------------------------------------------
+
+
+class PoolSplitRetriever(BaseRetriever):
+    """A LlamaIndex retriever that fills reserved pools, corrections first.
+
+    Setup:
+        ``pip install 'poolsplit[llamaindex]'``
+
+    Key init args:
+        nodes: the static store, one node per memory entry. Node metadata
+            supplies the entry keys (``type``, ``scope``, ``tags``,
+            ``project``, ``created``, ``base_priority``, ...); the node id is
+            the entry id. Mapped once, here.
+        pools: the reserved budgets, filled in order.
+        k: a fair cap on contextual nodes across pools (round-robin); it
+            never cuts an always-scope node. ``None``: no cap.
+        context: the default retrieval context, e.g.
+            ``{"project": "atlas", "tags": ["db"]}``; the query text becomes
+            ``context["message"]``.
+        scorer, token_counter, is_active, now: passed to the core.
+        base_retriever: any LlamaIndex retriever whose candidates join the
+            static nodes on each query (a node id is kept once; a
+            candidate's score reaches the scorer as ``similarity``).
+
+    Instantiate:
+        .. code-block:: python
+
+            from llama_index.core.schema import TextNode
+            from poolsplit_core.poolsplit import Pool
+            from poolsplit_integrations.llama_index import PoolSplitRetriever
+
+            retriever = PoolSplitRetriever(
+                nodes=[
+                    TextNode(id_="c1", text="Never force-push to main.",
+                             metadata={"type": "correction", "scope": "always"}),
+                    TextNode(id_="t1", text="Ship the release notes.",
+                             metadata={"type": "task", "base_priority": 9}),
+                ],
+                pools=[Pool("work", max_tokens=400, max_entries=5)],
+            )
+
+    Invoke:
+        .. code-block:: python
+
+            [(n.node.node_id, n.score) for n in retriever.retrieve("release?")]
+            # [('c1', ...), ('t1', ...)] -- the correction first, scored highest
+
+    Use within a query engine:
+        .. code-block:: python
+
+            from llama_index.core.query_engine import RetrieverQueryEngine
+            engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+
+    Returned nodes are copies: always-scope nodes first (pool order, then
+    store order), then contextual nodes pool by pool in selection order. See
+    the module docstring for the metadata keys and the always-scope score.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None = None,
+        pools: Sequence[Pool] = (),
+        *,
+        k: int | None = None,
+        context: Mapping[str, Any] | None = None,
+        scorer: Callable[..., float] = default_scorer,
+        token_counter: Callable[[str], int] = default_token_counter,
+        is_active: Callable[[Mapping[str, Any]], bool] = default_is_active,
+        now: datetime | None = None,
+        base_retriever: BaseRetriever | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if nodes is None and base_retriever is None:
+            raise ValueError(
+                "PoolSplitRetriever needs nodes, a base_retriever, or both; got neither"
+            )
+        if base_retriever is not None and not isinstance(base_retriever, BaseRetriever):
+            raise TypeError(
+                "base_retriever must be a LlamaIndex BaseRetriever,"
+                f" got {type(base_retriever).__name__}"
+            )
+        self._nodes = _unique_nodes(nodes or ())
+        self._base_retriever = base_retriever
+        self._selector = Selector(
+            [_node_entry(node) for node in self._nodes], pools,
+            context=context, k=k, scorer=scorer, token_counter=token_counter,
+            is_active=is_active, now=now,
+        )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        *,
+        nodes: Sequence[BaseNode] | None = None,
+        documents: Sequence[Document] | None = None,
+        pools: Sequence[Pool] = (),
+        node_parser: NodeParser | None = None,
+        **kwargs: Any,
+    ) -> PoolSplitRetriever:
+        """Build from exactly one of ``nodes`` or ``documents``.
+
+        >>> from poolsplit_core.poolsplit import Pool
+        >>> from llama_index.core.schema import TextNode
+        >>> r = PoolSplitRetriever.from_defaults(
+        ...     nodes=[TextNode(id_="a", text="alpha")], pools=[Pool("all", 100, 5)])
+        >>> [n.node.node_id for n in r.retrieve("alpha")]
+        ['a']
+
+        ``documents`` become one node per document unless ``node_parser`` is
+        given. Other keyword arguments go to ``__init__``.
+
+        Raises:
+            ValueError: when both or neither of ``nodes`` and ``documents`` are given.
+        """
+        if (nodes is None) == (documents is None):
+            given = "both" if nodes is not None else "neither"
+            raise ValueError(f"give exactly one of nodes or documents, got {given}")
+        if documents is not None:
+            return cls.from_documents(documents, pools=pools, node_parser=node_parser, **kwargs)
+        if node_parser is not None:
+            raise ValueError("node_parser applies to documents only; got nodes")
+        return cls(nodes=nodes, pools=pools, **kwargs)
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        pools: Sequence[Pool] = (),
+        node_parser: NodeParser | None = None,
+        **kwargs: Any,
+    ) -> PoolSplitRetriever:
+        """Build from Documents: one node per document, or ``node_parser``'s nodes.
+
+        Each node keeps its document's id (without a parser), text and
+        metadata, so ``scope="always"`` on a document makes it a correction.
+        Other keyword arguments go to ``__init__``.
+        """
+        return cls(nodes=_documents_to_nodes(documents, node_parser), pools=pools, **kwargs)
+
+    @property
+    def nodes(self) -> list[BaseNode]:
+        """The static nodes (ids deduplicated, first kept), as given."""
+        return list(self._nodes)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Pool-split over the static nodes and the base retriever's candidates."""
+        candidates = (
+            self._base_retriever.retrieve(query_bundle) if self._base_retriever else []
+        )
+        return _pool_split_nodes(self._selector, self._nodes, query_bundle.query_str, candidates)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
+        candidates = (
+            await self._base_retriever.aretrieve(query_bundle) if self._base_retriever else []
+        )
+        return _pool_split_nodes(self._selector, self._nodes, query_bundle.query_str, candidates)
+
+
+# --------------------------------------------------------------------------
+# PoolSplitPostprocessor
+# --------------------------------------------------------------------------
+
+#: Fields whose change invalidates a postprocessor's prepared Selector.
+_SELECTOR_FIELDS = frozenset(
+    {"pools", "pinned", "k", "context", "scorer", "token_counter", "is_active", "now"}
+)
+
+
+class PoolSplitPostprocessor(BaseNodePostprocessor):
+    """A node postprocessor that applies pool-split to another retriever's candidates.
+
+    Setup:
+        ``pip install 'poolsplit[llamaindex]'``
+
+    Key init args:
+        pools: the reserved budgets, filled in order.
+        pinned: nodes that always join the candidates (typically the
+            ``scope="always"`` corrections), so they load even when
+            similarity search did not find them. A candidate with a pinned
+            node's id is kept once (the pinned one).
+        k, context, scorer, token_counter, is_active, now: as for
+            :class:`PoolSplitRetriever`.
+
+    Each candidate's ``NodeWithScore.score`` reaches the scorer as the entry
+    key ``similarity``, so a custom scorer can blend it with the lexical
+    score, e.g. ``lambda e, ctx: default_scorer(e, ctx) * (e.get("similarity") or 1)``.
+
+    Use within a query engine:
+        .. code-block:: python
+
+            engine = index.as_query_engine(
+                similarity_top_k=50, llm=llm,
+                node_postprocessors=[PoolSplitPostprocessor(
+                    pools=[Pool("work", max_tokens=800, max_entries=8)],
+                    pinned=correction_nodes,
+                )],
+            )
+
+    Results follow the same order and score rule as the retriever (the two
+    share one code path).
+    """
+
+    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
+    pinned: list[BaseNode] = Field(
+        default_factory=list, description="Nodes that always join the candidates."
+    )
+    k: int | None = Field(
+        default=None, description="Fair cap on contextual nodes across pools."
+    )
+    context: dict[str, Any] | None = Field(
+        default=None, description="Default retrieval context; the query is the message."
+    )
+    scorer: Callable[..., float] = Field(default=default_scorer, exclude=True)
+    token_counter: Callable[[str], int] = Field(default=default_token_counter, exclude=True)
+    is_active: Callable[[Mapping[str, Any]], bool] = Field(
+        default=default_is_active, exclude=True
+    )
+    now: datetime | None = Field(
+        default=None, description="Fixed scoring time; None means the current UTC time."
+    )
+
+    _selector: Selector | None = PrivateAttr(default=None)
+    _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
+
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _check_pools(cls, value: Any) -> list[Pool]:
+        return check_pools_arg(value)
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return check_k(value)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
+        return "PoolSplitPostprocessor"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _SELECTOR_FIELDS:
+            self._selector = None  # re-prepared on the next call
+
+    def _prepared(self) -> Selector:
+        """The Selector over the pinned nodes, mapped once per configuration."""
+        if self._selector is None:
+            self._pinned = _unique_nodes(self.pinned)
+            self._selector = Selector(
+                [_node_entry(node) for node in self._pinned], self.pools,
+                context=self.context, k=self.k, scorer=self.scorer,
+                token_counter=self.token_counter, is_active=self.is_active, now=self.now,
+            )
+        return self._selector
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Map the pinned nodes once, at construction."""
+        super().model_post_init(context)
+        self._prepared()
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
+        selector = self._prepared()
+        query = query_bundle.query_str if query_bundle is not None else ""
+        return _pool_split_nodes(selector, self._pinned, query, nodes)
+
+
+# --------------------------------------------------------------------------
+# PoolSplitMemoryBlock
+# --------------------------------------------------------------------------
+
+
+class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
+    """A ``Memory`` block that renders the agent's memory store through pool-split.
+
+    Setup:
+        ``pip install 'poolsplit[llamaindex]'``
+
+    Key init args:
+        store: the memory store -- a list of entry dicts and/or nodes, or a
+            zero-argument callable returning one (read on every ``aget``, so
+            a live store is seen as it is now). Entry dicts are passed to the
+            core as they are; nodes go through the shared mapping.
+        pools: the reserved budgets, filled in order.
+        k, context, scorer, token_counter, is_active, now: as for
+            :class:`PoolSplitRetriever`.
+        corrections_heading: the heading above the always-scope entries.
+
+    Instantiate:
+        .. code-block:: python
+
+            from llama_index.core.memory import Memory
+            block = PoolSplitMemoryBlock(store=entries, pools=pools)
+            memory = Memory.from_defaults(memory_blocks=[block], token_limit=4000)
+
+    On ``aget(messages)`` the text of the latest user message becomes
+    ``context["message"]``; ``project`` and ``tags`` passed as block kwargs
+    (``memory.get(project="atlas")``) override the default context. The text
+    is the always-scope entries under :data:`CORRECTIONS_HEADING`, then one
+    section per pool (``## <pool name>``), one ``- `` line per entry; empty
+    when nothing loads. Reading never writes to the store (no access counts).
+
+    Decisions:
+        ``_aput`` does nothing, and ``accept_short_term_memory`` defaults to
+        False: chat messages flushed out of the short-term queue are not
+        memory entries. Deciding an entry's type, scope and priority is the
+        application's job; it writes to its store, and the block reads it.
+
+        ``priority`` defaults to 0, which ``Memory`` (0.14) never truncates:
+        the pools already bound this block's size, and truncating it would
+        drop the corrections, the very starvation poolsplit exists to end.
+    """
+
+    name: str = Field(default="poolsplit", description="The name of the memory block.")
+    priority: int = Field(
+        default=0, description="0: Memory never truncates this block (the pools bound it)."
+    )
+    accept_short_term_memory: bool = Field(
+        default=False, description="Flushed chat messages are not stored (see _aput)."
+    )
+    store: list[Any] | Callable[[], Iterable[Any]] = Field(
+        description="Entry dicts and/or nodes, or a callable returning them."
+    )
+    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
+    k: int | None = Field(default=None)
+    context: dict[str, Any] | None = Field(default=None)
+    scorer: Callable[..., float] = Field(default=default_scorer, exclude=True)
+    token_counter: Callable[[str], int] = Field(default=default_token_counter, exclude=True)
+    is_active: Callable[[Mapping[str, Any]], bool] = Field(
+        default=default_is_active, exclude=True
+    )
+    now: datetime | None = Field(default=None)
+    corrections_heading: str = Field(default=CORRECTIONS_HEADING)
+
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _check_pools(cls, value: Any) -> list[Pool]:
+        return check_pools_arg(value)
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return check_k(value)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _check_store(cls, value: Any) -> Any:
+        if callable(value):
+            return value
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise TypeError(
+                "store must be a list of entry dicts/nodes or a callable returning one,"
+                f" got {type(value).__name__}"
+            )
+        return list(value)
+
+    def entries(self) -> list[Mapping[str, Any]]:
+        """The store as entry dicts, read now (nodes mapped, dicts as they are)."""
+        items = self.store() if callable(self.store) else self.store
+        out: list[Mapping[str, Any]] = []
+        for i, item in enumerate(items):
+            if isinstance(item, BaseNode):
+                out.append(_node_entry(item))
+            elif isinstance(item, Mapping):
+                out.append(item)
+            else:
+                raise TypeError(
+                    f"store item at index {i} must be an entry dict or a node,"
+                    f" got {type(item).__name__}"
+                )
+        return out
+
+    def render(self, message: str = "", **overrides: Any) -> str:
+        """Run pool-split for ``message`` and render the text this block returns."""
+        selector = Selector(
+            [], self.pools, context=self.context, k=self.k, scorer=self.scorer,
+            token_counter=self.token_counter, is_active=self.is_active, now=self.now,
+        )
+        entries, hits = selector.select(message, extra=self.entries(), **overrides)
+        return _render(entries, hits, self.corrections_heading)
+
+    async def _aget(
+        self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
+    ) -> str:
+        """The rendered store for the latest user message in ``messages``."""
+        overrides = {key: block_kwargs[key] for key in ("project", "tags") if key in block_kwargs}
+        return self.render(_latest_user_text(messages), **overrides)
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Do nothing: the application writes entries to its store (see the class doc)."""
+
+
+def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
+    """The text of the last user message, or "" when there is none."""
+    for message in reversed(messages or ()):
+        if message.role == MessageRole.USER:
+            return message.content or ""
+    return ""
+
+
+def _render(entries: Sequence[Mapping[str, Any]], hits: Sequence[Hit], heading: str) -> str:
+    """Corrections first under ``heading``, then one section per pool, in hit order."""
+    sections: dict[str, list[str]] = {}
+    for hit in hits:
+        title = heading if hit.always else hit.pool
+        content = entries[hit.index].get("content")
+        text = "" if content is None else str(content)
+        sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
+    return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())
