@@ -29,17 +29,20 @@ imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import inspect
 import math
 import numbers
 import re
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import (
     AbstractSet,
     Any,
     Callable,
+    Collection,
     Dict,
     FrozenSet,
     Iterable,
@@ -50,6 +53,7 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
+    cast,
 )
 
 __version__ = "0.1.0"
@@ -60,6 +64,7 @@ __all__ = [
     "Explanation",
     "Ledger",
     "Pool",
+    "PreparedStore",
     "__version__",
     "default_is_active",
     "default_scorer",
@@ -392,6 +397,399 @@ def explain_pools(
 
 
 # --------------------------------------------------------------------------
+# PreparedStore: the same answers, prepared once for many queries
+# --------------------------------------------------------------------------
+
+
+class PreparedStore:
+    """A memory store prepared once and queried many times, same answers as the functions.
+
+    >>> from datetime import datetime, timezone
+    >>> store = PreparedStore([{"id": "fix", "scope": "always"},
+    ...                        {"id": "a", "content": "deploy the api"}, {"id": "b"}])
+    >>> got = store.retrieve_pools([Pool("all", max_tokens=10, max_entries=1)],
+    ...                            {"message": "deploy"},
+    ...                            now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> [e["id"] for e in got["all"]]
+    ['fix', 'a']
+    >>> store.add({"id": "c", "content": "deploy the api now"})
+    >>> len(store)
+    4
+
+    Building reads every entry once: its activity, type, scope and cost,
+    parsed ``created``, tags, and the words of its content into an inverted
+    index. A query with the default scorer then scores exactly only the
+    entries that share a message word or a tag with the context; the rest
+    are walked best-first in groups whose order is known in advance, until
+    the pool's cap or budget ends the fill. Results are identical to
+    :func:`retrieve_pools` over :attr:`entries` (same objects, same order).
+
+    Entries are treated as immutable once added: the store notices nothing
+    changed inside an entry afterwards. After such a change call
+    :meth:`rebuild`. :meth:`add` appends without a rebuild. A scorer other
+    than :func:`default_scorer` falls back to the stateless path, correctly.
+    Queries may run from many threads; :meth:`add` takes a lock.
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]] = (),
+        *,
+        token_counter: TokenCounter = default_token_counter,
+        is_active: ActivityTest = default_is_active,
+    ) -> None:
+        for name, fn in (("token_counter", token_counter), ("is_active", is_active)):
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        self.token_counter = token_counter
+        self.is_active = is_active
+        self._lock = threading.Lock()
+        self.rebuild(entries)
+
+    @property
+    def entries(self) -> List[Mapping[str, Any]]:
+        """The stored entries, in the order they were added (a new list)."""
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def rebuild(self, entries: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
+        """Prepare again from ``entries`` (default: the stored ones)."""
+        listed = _check_entries(self._entries if entries is None else entries)
+        with self._lock:
+            self._entries: List[Mapping[str, Any]] = []
+            self._facts: List[Optional[_Facts]] = []  # None: inactive
+            self._always: List[int] = []
+            self._irregular: List[int] = []  # scored exactly on every query
+            self._groups: Dict[Tuple[Any, float, Any], _Group] = {}
+            self._by_word: Dict[str, List[int]] = {}
+            self._by_tag: Dict[str, List[int]] = {}
+            for entry in listed:
+                self._add(entry)
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        """Add one entry without a rebuild; it is never mutated."""
+        if not isinstance(entry, Mapping):
+            raise TypeError(
+                f"entry at index {len(self._entries)} must be a mapping (dict),"
+                f" got {type(entry).__name__}"
+            )
+        with self._lock:
+            self._add(entry)
+
+    def retrieve_pools(
+        self,
+        pools: Sequence[Pool],
+        context: Optional[Mapping[str, Any]] = None,
+        *,
+        scorer: Scorer = default_scorer,
+        now: Optional[datetime] = None,
+    ) -> Dict[str, List[Mapping[str, Any]]]:
+        """What :func:`retrieve_pools` gives over the stored entries."""
+        decided = self.decide(pools, context, scorer=scorer, now=now)
+        return {name: [d.entry for d in picked] for name, picked in decided.items()}
+
+    def explain_pools(
+        self,
+        pools: Sequence[Pool],
+        context: Optional[Mapping[str, Any]] = None,
+        *,
+        scorer: Scorer = default_scorer,
+        now: Optional[datetime] = None,
+    ) -> Explanation:
+        """What :func:`explain_pools` gives over the stored entries (every entry is read)."""
+        return explain_pools(self._entries, pools, context, scorer=scorer,
+                             token_counter=self.token_counter, is_active=self.is_active,
+                             now=now)
+
+    def decide(
+        self,
+        pools: Sequence[Pool],
+        context: Optional[Mapping[str, Any]] = None,
+        *,
+        scorer: Scorer = default_scorer,
+        now: Optional[datetime] = None,
+        extra: Sequence[Mapping[str, Any]] = (),
+        include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+    ) -> Dict[str, List[Decision]]:
+        """The loaded entries of each pool as Decisions (score, cost, rank), in load order.
+
+        ``extra`` entries join this query only (e.g. a vector search's
+        candidates), after the stored ones. ``include``, when given, keeps
+        only the entries it accepts -- always-scope ones too -- before
+        pool-split runs (a tenant filter). The result equals
+        ``explain_pools(...).loaded()`` over the kept entries.
+        """
+        checked = _check_pools(pools)
+        entries = self._entries + _check_entries(extra) if extra else self._entries
+        if scorer is not default_scorer:
+            kept = [e for e in entries if include is None or include(e)]
+            return explain_pools(kept, checked, context, scorer=scorer,
+                                 token_counter=self.token_counter, is_active=self.is_active,
+                                 now=now).loaded()
+        return _PreparedQuery(self, entries, checked, context, now, include).run()
+
+    # -- building ----------------------------------------------------------
+
+    def _add(self, entry: Mapping[str, Any]) -> None:
+        i = len(self._entries)
+        self._entries.append(entry)
+        if not self.is_active(entry):
+            self._facts.append(None)
+            return
+        facts = _Facts.of(entry, i, self)
+        self._facts.append(facts)
+        if facts.always:
+            self._always.append(i)
+        elif facts.group is None:
+            self._irregular.append(i)
+        else:
+            group = self._groups.get(facts.group)
+            if group is None:
+                group = self._groups[facts.group] = _Group(*facts.group)
+            group.insert(i, facts)
+            for word in facts.words:
+                self._by_word.setdefault(word, []).append(i)
+            for tag in facts.tags:
+                self._by_tag.setdefault(tag, []).append(i)
+
+
+class _Facts:
+    """What the prepared path keeps of one active entry."""
+
+    __slots__ = ("always", "cost", "created_us", "group", "sort_key", "tags", "type", "words")
+
+    def __init__(self) -> None:
+        self.always = False
+        self.cost = 0
+        self.created_us: Optional[int] = None
+        self.group: Optional[Tuple[Any, float, Any]] = None
+        self.sort_key: Tuple[str, str] = ("", "")
+        self.tags: Tuple[str, ...] = ()
+        self.type: Any = None
+        self.words: FrozenSet[str] = frozenset()
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any], i: int, store: PreparedStore) -> _Facts:
+        facts = cls()
+        facts.type = entry.get("type", "note")
+        facts.always = entry.get("scope") == "always"
+        facts.cost = _cost(entry, i, store.token_counter)
+        if facts.always:
+            return facts
+        facts.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
+        facts.created_us = _time_us(entry.get("created"))
+        try:
+            base = _base_priority(entry, "")
+            facts.tags = tuple(_tag_set(entry.get("tags"), ""))
+            project = entry.get("project")
+            hash((facts.type, project))
+        except (TypeError, ValueError):
+            return facts  # irregular: scored exactly, so errors surface as usual
+        # Only positive, comfortably finite priorities have a known order
+        # (newest first) inside their group; the rest are scored exactly.
+        if 0 < base < 1e300:
+            facts.group = (facts.type, base, project)
+            facts.words = _words(_content(entry))
+        return facts
+
+
+def _facts(facts: List[Optional[_Facts]], i: int) -> _Facts:
+    """The facts of an entry known to be active (the callers checked)."""
+    return cast(_Facts, facts[i])
+
+
+class _Group:
+    """Plain entries sharing (type, base priority, project), newest first.
+
+    Without a shared word or tag, an entry's score is base x recency x
+    project factor, and recency only falls with age: so the group's order is
+    known before any query, and a query walks it best-first.
+    """
+
+    __slots__ = ("base", "keys", "min_cost", "order", "project", "type")
+
+    def __init__(self, entry_type: Any, base: float, project: Any) -> None:
+        self.type, self.base, self.project = entry_type, base, project
+        self.keys: List[Tuple[int, int]] = []  # (0, 0) undated, else (1, -created_us)
+        self.order: List[int] = []
+        self.min_cost: List[int] = []  # min_cost[j]: the cheapest of order[j:]
+
+    def insert(self, i: int, facts: _Facts) -> None:
+        key = (0, 0) if facts.created_us is None else (1, -facts.created_us)
+        at = bisect.bisect_right(self.keys, key)
+        self.keys.insert(at, key)
+        self.order.insert(at, i)
+        after = self.min_cost[at] if at < len(self.min_cost) else facts.cost
+        self.min_cost.insert(at, min(after, facts.cost))
+        j = at - 1
+        while j >= 0 and self.min_cost[j] > facts.cost:
+            self.min_cost[j] = facts.cost
+            j -= 1
+
+
+class _PreparedQuery:
+    """One default-scorer query over a PreparedStore."""
+
+    def __init__(
+        self,
+        store: PreparedStore,
+        entries: List[Mapping[str, Any]],
+        pools: List[Pool],
+        context: Optional[Mapping[str, Any]],
+        now: Optional[datetime],
+        include: Optional[Callable[[Mapping[str, Any]], bool]],
+    ) -> None:
+        self.store, self.entries, self.pools, self.include = store, entries, pools, include
+        self.query = _Query.from_context(context)
+        self.now = _utc_now(now)
+        self.now_us = _epoch_us(self.now)
+        self.facts: List[Optional[_Facts]] = list(store._facts)
+        for i in range(len(store._entries), len(entries)):  # this query's extras
+            entry = entries[i]
+            self.facts.append(_Facts.of(entry, i, store) if store.is_active(entry) else None)
+        self.exact = self._exactly_scored(len(store._entries))
+        self.scores: Dict[int, float] = {}
+
+    def _exactly_scored(self, stored: int) -> Dict[int, int]:
+        """Entries whose score needs more than the group order: index -> shared words."""
+        store, query = self.store, self.query
+        exact: Dict[int, int] = dict.fromkeys(store._irregular, 0)
+        if query.words:
+            counts: Dict[int, int] = {}
+            for word in query.words:
+                for i in store._by_word.get(word, ()):
+                    counts[i] = counts.get(i, 0) + 1
+            n = len(query.words)
+            exact.update((i, c) for i, c in counts.items() if c / n > 0.15)
+            shared = counts
+        else:
+            shared = {}
+        for tag in query.tags:
+            for i in store._by_tag.get(tag, ()):
+                exact[i] = shared.get(i, 0)
+        for i in range(stored, len(self.entries)):
+            facts = self.facts[i]
+            if facts is not None and not facts.always:
+                exact[i] = len(_words(_content(self.entries[i])) & query.words)
+        return exact
+
+    def score(self, i: int) -> float:
+        if i not in self.scores:
+            entry = self.entries[i]
+            label = _label(entry, i)
+            facts = self.facts[i]
+            group = None if facts is None else facts.group
+            if facts is not None and group is not None and i in self.exact:
+                value = _combine(group[1], facts.created_us, facts.tags, group[2],
+                                 self.exact[i], self.query, self.now_us)
+            else:
+                value = _default_score(entry, self.query, self.now, label)
+            self.scores[i] = _check_score(value, label)
+        return self.scores[i]
+
+    def run(self) -> Dict[str, List[Decision]]:
+        taken: Set[int] = set()
+        out: Dict[str, List[Decision]] = {}
+        for pool in self.pools:
+            picked = self.fill(pool, taken)
+            taken.update(id(d.entry) for d in picked)
+            out[pool.name] = picked
+        return out
+
+    def usable(self, i: int, pool: Pool, taken: AbstractSet[int]) -> bool:
+        facts = self.facts[i]
+        entry = self.entries[i]
+        return (facts is not None and pool.accepts(facts.type) and id(entry) not in taken
+                and (self.include is None or bool(self.include(entry))))
+
+    def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[Decision]:
+        entries, facts = self.entries, self.facts
+        stored = len(self.store._entries)
+        always = [i for i in self.store._always if self.usable(i, pool, taken)]
+        always += [i for i in range(stored, len(entries))
+                   if self.usable(i, pool, taken) and _facts(facts, i).always]
+
+        # THE INVARIANT, as in the stateless path: always-scope first, unbudgeted.
+        picked = [Decision(entries[i], i, "always", pool.name,
+                           cost=_facts(facts, i).cost, rank=rank)
+                  for rank, i in enumerate(always)]
+
+        tokens_left, slots_left = pool.max_tokens, pool.max_entries
+        heap: List[Tuple[Any, ...]] = []
+        for i in self.exact:
+            if self.usable(i, pool, taken):
+                heap.append(self.key(i))
+        walks: List[Tuple[_Group, int]] = []
+        for group in self.store._groups.values():
+            if pool.accepts(group.type):
+                self.push_next_run(heap, walks, group, 0, pool, taken, tokens_left)
+        heapq.heapify(heap)
+        while heap and slots_left > 0 and tokens_left > 0:
+            item = heapq.heappop(heap)
+            if len(item) == 5:  # a group's next run of equal scores: expand it
+                group, at = walks[item[4]]
+                at = self.expand(heap, group, at, -item[0], pool, taken, tokens_left)
+                self.push_next_run(heap, walks, group, at, pool, taken, tokens_left)
+                continue
+            i = item[3]
+            cost = _facts(facts, i).cost
+            if cost <= tokens_left:
+                picked.append(Decision(entries[i], i, "selected", pool.name,
+                                       score=self.score(i), cost=cost, rank=len(picked)))
+                tokens_left -= cost
+                slots_left -= 1
+        return picked
+
+    def key(self, i: int) -> Tuple[Any, str, str, int]:
+        sort_key = _facts(self.facts, i).sort_key
+        return (-self.score(i), sort_key[0], sort_key[1], i)
+
+    def walkable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
+        return (i not in self.exact and _facts(self.facts, i).cost <= tokens_left
+                and self.usable(i, pool, taken))
+
+    def plain_score(self, group: _Group, i: int) -> float:
+        created_us = _facts(self.facts, i).created_us
+        days = (0.0 if created_us is None
+                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
+        score = group.base * max(0.3, 1.0 - 0.7 * days / 90)
+        if group.project is not None:
+            score *= 1.5 if group.project == self.query.project else 0.5
+        self.scores[i] = score
+        return score
+
+    def push_next_run(self, heap: List[Tuple[Any, ...]], walks: List[Tuple[_Group, int]],
+                      group: _Group, at: int, pool: Pool, taken: AbstractSet[int],
+                      tokens_left: int) -> None:
+        """Push a marker for the group's next usable entry; it sorts before its equals."""
+        order = group.order
+        while at < len(order):
+            if group.min_cost[at] > tokens_left:
+                return  # nothing left in this group can fit
+            if self.walkable(order[at], pool, taken, tokens_left):
+                walks.append((group, at))
+                heapq.heappush(heap, (-self.plain_score(group, order[at]), "", "", -1,
+                                      len(walks) - 1))
+                return
+            at += 1
+
+    def expand(self, heap: List[Tuple[Any, ...]], group: _Group, at: int, score: float,
+               pool: Pool, taken: AbstractSet[int], tokens_left: int) -> int:
+        """Push every usable entry of the run scoring ``score``; return where it ends."""
+        order = group.order
+        while at < len(order):
+            i = order[at]
+            if self.walkable(i, pool, taken, tokens_left):
+                if self.plain_score(group, i) != score:
+                    break
+                heapq.heappush(heap, self.key(i))
+            at += 1
+        return at
+
+
+# --------------------------------------------------------------------------
 # Private helpers
 # --------------------------------------------------------------------------
 
@@ -544,46 +942,67 @@ class _Call:
 
     def cost(self, i: int) -> int:
         if i not in self.costs:
-            entry = self.entries[i]
-            count = entry.get("token_count")
-            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-                self.costs[i] = count
-            else:
-                text = _content(entry)
-                if self.token_counter is default_token_counter:
-                    self.costs[i] = max(1, len(text) // 4)
-                else:
-                    self.costs[i] = _check_count(self.token_counter(text), _label(entry, i))
+            self.costs[i] = _cost(self.entries[i], i, self.token_counter)
         return self.costs[i]
 
 
+def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> int:
+    """``token_count`` when a positive int, else the counter's (at least 1)."""
+    count = entry.get("token_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count
+    text = _content(entry)
+    if token_counter is default_token_counter:
+        return max(1, len(text) // 4)
+    return _check_count(token_counter(text), _label(entry, index))
+
+
 def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label: str) -> float:
-    raw = entry.get("base_priority", 5)
-    try:
-        score = float(raw)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{label}: base_priority must be a number, got {raw!r}") from None
-    if not math.isfinite(score):
-        raise ValueError(f"{label}: base_priority must be finite, got {raw!r}")
-
-    created = _parse_time(entry.get("created"))
-    days = 0.0 if created is None else max(0.0, (now - created).total_seconds() / _DAY_SECONDS)
-    score *= max(0.3, 1.0 - 0.7 * days / 90)
-
+    base = _base_priority(entry, label)
     tags = _tag_set(entry.get("tags"), f"{label}: tags")
-    if tags:
-        score *= 1 + 0.5 * len(tags & query.tags) / len(tags)
+    shared = len(_words(_content(entry)) & query.words) if query.words else 0
+    return _combine(base, _time_us(entry.get("created")), tags, entry.get("project"),
+                    shared, query, _epoch_us(now))
 
-    project = entry.get("project")
+
+def _combine(
+    base: float,
+    created_us: Optional[int],
+    tags: Collection[str],
+    project: Any,
+    shared_words: int,
+    query: _Query,
+    now_us: int,
+) -> float:
+    """The default score from an entry's features: the spec's factors, in its order.
+
+    Both paths (stateless and prepared) score through here, so the order of
+    the floating-point multiplications -- and so every ranking -- is one.
+    Times are integer microseconds since the epoch: ``delta_us / 1_000_000``
+    is exactly ``timedelta.total_seconds()``.
+    """
+    days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000 / _DAY_SECONDS)
+    score = base * max(0.3, 1.0 - 0.7 * days / 90)
+    if tags:
+        score *= 1 + 0.5 * sum(1 for tag in tags if tag in query.tags) / len(tags)
     if project is not None:
         score *= 1.5 if project == query.project else 0.5
-
     if query.words:
-        words = _words(_content(entry))
-        overlap = len(words & query.words) / len(query.words)
+        overlap = shared_words / len(query.words)
         if overlap > 0.15:
             score *= 1 + 1.5 * overlap
     return score
+
+
+def _base_priority(entry: Mapping[str, Any], label: str) -> float:
+    raw = entry.get("base_priority", 5)
+    try:
+        base = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{label}: base_priority must be a number, got {raw!r}") from None
+    if not math.isfinite(base):
+        raise ValueError(f"{label}: base_priority must be finite, got {raw!r}")
+    return base
 
 
 def _words(text: str) -> FrozenSet[str]:
@@ -642,6 +1061,20 @@ def _utc_now(now: Optional[datetime]) -> datetime:
     if not isinstance(now, datetime):
         raise TypeError(f"now must be a datetime or None, got {type(now).__name__}")
     return now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _epoch_us(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _time_us(value: Any) -> Optional[int]:
+    """``created`` as microseconds since the epoch; None when absent or unparseable."""
+    moment = _parse_time(value)
+    return None if moment is None else _epoch_us(moment)
 
 
 def _sort_text(entry: Mapping[str, Any], key: str) -> str:
