@@ -1,0 +1,357 @@
+"""The demo's experiment: one shared budget against pool-split, on the shipped store.
+
+``poolsplit demo`` and ``notebooks/01_starvation.ipynb`` both run what is
+defined here, so the command line and the notebook can never disagree.
+
+Two ways to assemble context for each of :data:`DEMO_QUERIES`, with the same
+total budget (:data:`TOTAL_TOKENS` tokens, :data:`TOTAL_ENTRIES` entries):
+
+- **single budget**: one scorer, one budget, no always tier -- the naive
+  approach poolsplit replaces. One pool takes every type, and every entry is
+  contextual: the store is read through :func:`scope_blind`, which drops the
+  ``scope`` key, because the core would otherwise load ``scope="always"``
+  entries outside the budget here too;
+- **pool-split**: :data:`SPLIT_POOLS`, one pool per type whose budgets add up
+  to the same totals, with corrections loaded first through their
+  ``scope="always"``.
+
+>>> store = load_sample_store()
+>>> single = type_load_counts(store, "single")
+>>> split = type_load_counts(store, "split")
+>>> split["growth"] == len(DEMO_QUERIES) > single["growth"]
+True
+
+The burst test adds :func:`fresh_entries` -- new, high-priority entries that
+match the queries -- and checks each correction on the query it exists for
+(:data:`CORRECTION_QUERIES`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+from poolsplit_core.poolsplit import Pool, retrieve, retrieve_pools
+
+__all__ = [
+    "BURST_SIZE",
+    "CORRECTION_QUERIES",
+    "DEMO_NOW",
+    "DEMO_QUERIES",
+    "METHODS",
+    "SINGLE_POOL",
+    "SPLIT_POOLS",
+    "TOTAL_ENTRIES",
+    "TOTAL_TOKENS",
+    "TYPES",
+    "correction_loads",
+    "format_report",
+    "fresh_entries",
+    "load_sample_store",
+    "loaded",
+    "run_demo",
+    "scope_blind",
+    "type_load_counts",
+]
+
+#: The fixed "now" of every demo run, so its output never changes.
+DEMO_NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+#: The entry types of the sample store, in display order.
+TYPES = ("correction", "task", "fact", "preference", "procedure", "note", "skill", "growth")
+
+#: How many fresh entries the demo's burst test adds.
+BURST_SIZE = 200
+
+#: The two methods compared, as named in reports.
+METHODS = ("single", "split")
+
+
+def _q(message: str, project: Any, *tags: str) -> dict[str, Any]:
+    return {"message": message, "project": project, "tags": list(tags)}
+
+
+#: The demo's queries: what the user says, with the project and tags at hand.
+DEMO_QUERIES: Sequence[Mapping[str, Any]] = (
+    _q("Push the hotfix for the invoice rounding bug straight to main", "atlas", "release", "git"),
+    _q("Is the rate limit fix done? Can I tell the team it is finished?", "atlas", "testing"),
+    _q("Run the invoices table migration on production tonight", "atlas", "database"),
+    _q("Clean up old build files on the laptop disk to free space", "home", "errands"),
+    _q("Send the staging API key to the contractor in chat", "harbor", "security"),
+    _q("Draft the email to the accountant about the quarterly taxes", "home", "finance"),
+    _q("Book a meeting with the design team about the onboarding screens", "lumen", "meetings"),
+    _q("Propose a call time with Maya in Lisbon next week", None, "travel"),
+    _q("Write the commit message for the rate limit fix", "atlas", "git"),
+    _q("The disk usage alert stopped, tell on-call the incident is resolved", "harbor", "oncall"),
+    _q("What is left on the release notes for version 2.4?", "atlas", "release"),
+    _q("Why are the integration tests flaky on CI again?", "atlas", "ci", "testing"),
+    _q("Plan the Postgres upgrade to version 16", "atlas", "database", "postgres"),
+    _q("Export the invoices to CSV for the finance team", "atlas", "billing", "export"),
+    _q("Deploy the API to staging with the new Helm chart", "harbor", "deploy", "kubernetes"),
+    _q("Check that the nightly database backups restore cleanly", "harbor", "backups"),
+    _q("Review the Grafana latency dashboard before the incident review", "harbor", "monitoring"),
+    _q("Rotate the staging keys in the secrets manager", "harbor", "security"),
+    _q("The iOS build is failing on Xcode Cloud", "lumen", "ios", "mobile"),
+    _q("Summarise the crash reports from TestFlight", "lumen", "mobile"),
+    _q("Prepare for the App Store review of the new version", "lumen", "ios"),
+    _q("Pick the dark mode colours with the designer", "lumen", "design"),
+    _q("Collect the receipts for the VAT return", "home", "finance"),
+    _q("Move the dentist appointment to next month", "home", "health"),
+    _q("Adjust the marathon training plan after the long run", "home", "health"),
+    _q("Add coffee and oats to the grocery list", "home", "errands"),
+    _q("Find a birthday gift for Ana", "home", "errands"),
+    _q("Book the train to Berlin for the offsite", None, "travel"),
+    _q("Finish the slides for the conference talk in Lisbon", None, "travel"),
+    _q("Who owns the code review backlog this sprint?", "atlas", "review"),
+    _q("Upgrade the Kubernetes cluster on harbor", "harbor", "kubernetes"),
+    _q("Send the invoice to the client in Lyon", "home", "finance"),
+)
+
+#: Each correction of the sample store, and the index of the demo query it
+#: exists for -- the moment the agent is about to repeat the mistake.
+CORRECTION_QUERIES: Mapping[str, int] = {
+    "correction-001": 0,
+    "correction-002": 1,
+    "correction-003": 2,
+    "correction-004": 3,
+    "correction-005": 4,
+    "correction-006": 5,
+    "correction-007": 6,
+    "correction-008": 7,
+    "correction-009": 8,
+    "correction-010": 9,
+}
+
+#: Pool-split: one pool per type. Corrections get no budget at all: they load
+#: through ``scope="always"``, outside every budget.
+SPLIT_POOLS: Sequence[Pool] = (
+    Pool("corrections", max_tokens=0, max_entries=0, types=("correction",)),
+    Pool("tasks", max_tokens=300, max_entries=3, types=("task",)),
+    Pool("facts", max_tokens=250, max_entries=3, types=("fact",)),
+    Pool("preferences", max_tokens=150, max_entries=2, types=("preference",)),
+    Pool("procedures", max_tokens=250, max_entries=2, types=("procedure",)),
+    Pool("notes", max_tokens=250, max_entries=2, types=("note",)),
+    Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
+    Pool("growth", max_tokens=100, max_entries=1, types=("growth",)),
+)
+
+#: The shared total both methods get.
+TOTAL_TOKENS = sum(pool.max_tokens for pool in SPLIT_POOLS)
+TOTAL_ENTRIES = sum(pool.max_entries for pool in SPLIT_POOLS)
+
+#: The single budget: one pool, every type, the same totals.
+SINGLE_POOL = Pool("all", max_tokens=TOTAL_TOKENS, max_entries=TOTAL_ENTRIES)
+
+
+def load_sample_store() -> list[dict[str, Any]]:
+    """Return the entries of the sample store shipped in ``poolsplit_core/data``.
+
+    >>> len(load_sample_store()) >= 300
+    True
+    """
+    path = resources.files("poolsplit_core") / "data" / "sample_store.jsonl"
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def scope_blind(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Copy entries without their ``scope``: how a single-scorer system sees them.
+
+    >>> scope_blind([{"id": "c", "scope": "always"}])
+    [{'id': 'c'}]
+
+    The input entries are not changed.
+    """
+    return [{k: v for k, v in entry.items() if k != "scope"} for entry in entries]
+
+
+def fresh_entries(n: int, now: datetime = DEMO_NOW) -> list[dict[str, Any]]:
+    """Return ``n`` fresh, high-priority entries that match the demo's queries.
+
+    >>> [(e["id"], e["type"], e["base_priority"]) for e in fresh_entries(2)]
+    [('fresh-001', 'task', 9), ('fresh-002', 'note', 9)]
+
+    Entry ``k`` repeats the words of query ``k mod len(DEMO_QUERIES)``, with
+    its project and tags, created at ``now``: the kind of burst a meeting
+    transcript import or a busy morning produces.
+    """
+    stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = []
+    for k in range(n):
+        query = DEMO_QUERIES[k % len(DEMO_QUERIES)]
+        out.append({
+            "id": f"fresh-{k + 1:03d}",
+            "type": "task" if k % 2 == 0 else "note",
+            "content": f"Update from today's sync: {query['message']}",
+            "base_priority": 9,
+            "project": query["project"],
+            "tags": list(query["tags"]),
+            "created": stamp,
+        })
+    return out
+
+
+def loaded(
+    entries: Sequence[Mapping[str, Any]],
+    query: Mapping[str, Any],
+    method: str,
+    now: datetime = DEMO_NOW,
+) -> list[Mapping[str, Any]]:
+    """Return the entries one method loads for one query, in load order.
+
+    ``method`` is ``"single"`` (one scorer, one budget, no always tier) or
+    ``"split"`` (:data:`SPLIT_POOLS`, corrections always first).
+    """
+    if method == "single":
+        return retrieve(scope_blind(entries), SINGLE_POOL, query, now=now)
+    if method == "split":
+        picked = retrieve_pools(entries, SPLIT_POOLS, query, now=now)
+        return [entry for pool in SPLIT_POOLS for entry in picked[pool.name]]
+    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def type_load_counts(
+    entries: Sequence[Mapping[str, Any]], method: str, now: datetime = DEMO_NOW
+) -> dict[str, int]:
+    """Count, per type, the demo queries on which that type loaded at all."""
+    counts = {kind: 0 for kind in TYPES}
+    for query in DEMO_QUERIES:
+        for kind in {entry.get("type", "note") for entry in loaded(entries, query, method, now)}:
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def correction_loads(
+    entries: Sequence[Mapping[str, Any]], method: str, now: datetime = DEMO_NOW
+) -> dict[str, bool]:
+    """Say, per correction, whether it loads on the query it exists for."""
+    out = {}
+    for cid, index in CORRECTION_QUERIES.items():
+        ids = {entry.get("id") for entry in loaded(entries, DEMO_QUERIES[index], method, now)}
+        out[cid] = cid in ids
+    return out
+
+
+def run_demo(burst: int = BURST_SIZE) -> dict[str, Any]:
+    """Run the whole experiment on the sample store; return plain, JSON-ready data."""
+    store = load_sample_store()
+    burst_store = store + fresh_entries(burst)
+    corrections = {e["id"]: e for e in store if e.get("type") == "correction"}
+    quiet = {m: correction_loads(store, m) for m in METHODS}
+    loud = {m: correction_loads(burst_store, m) for m in METHODS}
+    return {
+        "now": DEMO_NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "store_entries": len(store),
+        "queries": len(DEMO_QUERIES),
+        "budget": {"tokens": TOTAL_TOKENS, "entries": TOTAL_ENTRIES},
+        "single_pool": _pool_data(SINGLE_POOL),
+        "split_pools": [_pool_data(pool) for pool in SPLIT_POOLS],
+        "types": {
+            kind: {"single": single, "split": split}
+            for kind, single, split in zip(
+                TYPES,
+                type_load_counts(store, "single").values(),
+                type_load_counts(store, "split").values(),
+            )
+        },
+        "burst": {
+            "fresh_entries": burst,
+            "corrections": [
+                {
+                    "id": cid,
+                    "content": corrections[cid]["content"],
+                    "query": DEMO_QUERIES[index]["message"],
+                    "single_quiet": quiet["single"][cid],
+                    "single_burst": loud["single"][cid],
+                    "split_quiet": quiet["split"][cid],
+                    "split_burst": loud["split"][cid],
+                }
+                for cid, index in CORRECTION_QUERIES.items()
+            ],
+        },
+    }
+
+
+def format_report(report: Mapping[str, Any]) -> str:
+    """Render :func:`run_demo`'s data as the aligned text ``poolsplit demo`` prints."""
+    n = report["queries"]
+    budget = report["budget"]
+    lines = [
+        f"poolsplit demo: {report['store_entries']} entries of the sample store,"
+        f" {n} queries, now = {report['now']}",
+        "",
+        f"single budget  one scorer, one budget, no always tier: one pool of"
+        f" {budget['tokens']} tokens / {budget['entries']} entries",
+        "               for every type; corrections ranked like any entry (scope ignored)",
+        "pool-split     one pool per type, same totals (tokens/entries):",
+        "               " + ", ".join(
+            f"{p['name']} {p['max_tokens']}/{p['max_entries']}"
+            for p in report["split_pools"][:4]
+        ) + ",",
+        "               " + ", ".join(
+            f"{p['name']} {p['max_tokens']}/{p['max_entries']}"
+            for p in report["split_pools"][4:]
+        ),
+        "               corrections (scope=always) load first, outside every budget",
+        "",
+        f"Queries on which each type loaded at all (of {n}):",
+        "",
+    ]
+    rows = [("type", "single budget", "", "pool-split")]
+    for kind, counts in report["types"].items():
+        rows.append((kind, f"{counts['single']}/{n}", "→", f"{counts['split']}/{n}"))
+    lines += ["  " + line for line in _table(rows)]
+
+    burst = report["burst"]
+    lines += [
+        "",
+        f"Burst: {burst['fresh_entries']} fresh entries arrive (created now, base_priority 9,"
+        " matching the queries).",
+        "Does each correction load on the query it exists for?",
+        "",
+    ]
+    keys = ("single_quiet", "single_burst", "split_quiet", "split_burst")
+    rows = [("correction", "single budget", "", "pool-split", ""),
+            ("", "quiet", "burst", "quiet", "burst")]
+    for c in burst["corrections"]:
+        rows.append((_short(c["content"], 46), *("yes" if c[key] else "NO" for key in keys)))
+    count = len(burst["corrections"])
+    rows.append(("loaded", *(f"{sum(c[key] for c in burst['corrections'])}/{count}"
+                             for key in keys)))
+    lines += ["  " + line for line in _table(rows, spans={1: 2, 3: 2})]
+    return "\n".join(lines) + "\n"
+
+
+def _pool_data(pool: Pool) -> dict[str, Any]:
+    return {
+        "name": pool.name,
+        "max_tokens": pool.max_tokens,
+        "max_entries": pool.max_entries,
+        "types": None if pool.types is None else list(pool.types),
+    }
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _table(rows: Sequence[Sequence[str]], spans: Mapping[int, int] | None = None) -> list[str]:
+    """Align columns; ``spans`` maps a row-0 column to how many columns its title covers."""
+    spans = spans or {}
+    body = rows[1:] if spans else rows
+    widths = [max(len(row[i]) for row in body) for i in range(len(rows[0]))]
+    out = []
+    if spans:
+        head, col = [], 0
+        cells = rows[0]
+        while col < len(cells):
+            span = spans.get(col, 1)
+            width = sum(widths[col:col + span]) + 2 * (span - 1)
+            head.append(cells[col].ljust(width))
+            col += span
+        out.append("  ".join(head).rstrip())
+    out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in body]
+    return out
