@@ -1,0 +1,360 @@
+"""The poolsplit command: demo numbers, retrieve and explain output, every bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from poolsplit_core.cli import main
+from poolsplit_core.demo import (
+    BURST_SIZE,
+    CORRECTION_QUERIES,
+    DEMO_NOW,
+    DEMO_QUERIES,
+    SINGLE_POOL,
+    SPLIT_POOLS,
+    TYPES,
+    fresh_entries,
+)
+from poolsplit_core.poolsplit import Pool, retrieve, retrieve_pools
+
+# --------------------------------------------------------------------------
+# demo: its numbers are recomputed here from the shipped store
+# --------------------------------------------------------------------------
+
+
+def shipped_store():
+    path = resources.files("poolsplit_core") / "data" / "sample_store.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def single_budget(store, query):
+    """One scorer, one budget, no always tier: every entry contextual."""
+    blind = [{k: v for k, v in e.items() if k != "scope"} for e in store]
+    pool = Pool("all", sum(p.max_tokens for p in SPLIT_POOLS),
+                sum(p.max_entries for p in SPLIT_POOLS))
+    return retrieve(blind, pool, query, now=DEMO_NOW)
+
+
+def pool_split(store, query):
+    picked = retrieve_pools(store, SPLIT_POOLS, query, now=DEMO_NOW)
+    return [e for got in picked.values() for e in got]
+
+
+@pytest.fixture(scope="module")
+def expected():
+    store = shipped_store()
+    counts = {m: dict.fromkeys(TYPES, 0) for m in ("single", "split")}
+    for query in DEMO_QUERIES:
+        for method, fill in (("single", single_budget), ("split", pool_split)):
+            for kind in {e["type"] for e in fill(store, query)}:
+                counts[method][kind] += 1
+    loads = {}
+    for label, entries in (("quiet", store), ("burst", store + fresh_entries(BURST_SIZE))):
+        for method, fill in (("single", single_budget), ("split", pool_split)):
+            loads[f"{method}_{label}"] = [
+                cid in {e["id"] for e in fill(entries, DEMO_QUERIES[i])}
+                for cid, i in CORRECTION_QUERIES.items()
+            ]
+    return {"counts": counts, "loads": loads}
+
+
+@pytest.fixture(scope="module")
+def demo_text():
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["demo"])
+    assert code == 0 and err.getvalue() == ""
+    return out.getvalue()
+
+
+def test_shipped_store_has_the_promised_shape():
+    store = shipped_store()
+    kinds = [e["type"] for e in store]
+    assert 300 <= len(store) <= 1000
+    assert set(kinds) == set(TYPES)
+    corrections = [e for e in store if e["type"] == "correction"]
+    assert 8 <= len(corrections) <= 12
+    assert all(e.get("scope") == "always" for e in corrections)
+    assert any(e.get("status") == "retired" and e.get("superseded_by") for e in store)
+    assert any("token_count" in e for e in store)
+    assert len({e["project"] for e in store if e.get("project")}) >= 3
+    assert kinds.count("skill") + kinds.count("growth") < kinds.count("task")
+    assert set(CORRECTION_QUERIES) == {e["id"] for e in corrections}
+
+
+def test_sample_store_script_is_in_sync_with_the_shipped_file():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "make_sample_store.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_pool_split_budgets_add_up_to_the_single_budget():
+    assert SINGLE_POOL.types is None
+    assert SINGLE_POOL.max_tokens == sum(p.max_tokens for p in SPLIT_POOLS)
+    assert SINGLE_POOL.max_entries == sum(p.max_entries for p in SPLIT_POOLS)
+    assert len(DEMO_QUERIES) >= 30
+
+
+def test_demo_prints_the_per_type_counts_retrieve_gives(demo_text, expected):
+    n = len(DEMO_QUERIES)
+    for kind in TYPES:
+        match = re.search(rf"^\s+{kind}\s+(\d+)/(\d+)\s+→\s+(\d+)/(\d+)\s*$", demo_text, re.M)
+        assert match, f"no row for {kind}"
+        single, n1, split, n2 = map(int, match.groups())
+        assert (n1, n2) == (n, n)
+        assert single == expected["counts"]["single"][kind], kind
+        assert split == expected["counts"]["split"][kind], kind
+
+
+def test_demo_shows_starvation_under_the_single_budget(expected):
+    counts, n = expected["counts"], len(DEMO_QUERIES)
+    assert all(counts["split"][kind] == n for kind in TYPES)
+    assert counts["single"]["growth"] <= n // 10
+    assert counts["single"]["skill"] <= n // 10
+
+
+def test_demo_burst_table_matches_retrieve(demo_text, expected):
+    rows = re.findall(r"^\s+.+?\s{2,}(yes|NO)\s+(yes|NO)\s+(yes|NO)\s+(yes|NO)\s*$",
+                      demo_text, re.M)
+    assert len(rows) == len(CORRECTION_QUERIES)
+    keys = ("single_quiet", "single_burst", "split_quiet", "split_burst")
+    for col, key in enumerate(keys):
+        assert [row[col] == "yes" for row in rows] == expected["loads"][key], key
+    assert all(expected["loads"]["split_burst"])
+    assert sum(expected["loads"]["single_burst"]) < sum(expected["loads"]["single_quiet"])
+    assert "one scorer, one budget, no always tier" in demo_text
+
+
+def test_demo_json_parses_and_agrees_with_retrieve(capsys, expected):
+    assert main(["demo", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["queries"] == len(DEMO_QUERIES)
+    assert report["now"] == "2026-11-01T00:00:00Z"
+    for kind in TYPES:
+        assert report["types"][kind] == {
+            "single": expected["counts"]["single"][kind],
+            "split": expected["counts"]["split"][kind],
+        }
+    corrections = report["burst"]["corrections"]
+    assert [c["id"] for c in corrections] == list(CORRECTION_QUERIES)
+    assert [c["single_burst"] for c in corrections] == expected["loads"]["single_burst"]
+    assert report["burst"]["fresh_entries"] == BURST_SIZE
+
+
+def test_demo_is_deterministic(demo_text, capsys):
+    assert main(["demo"]) == 0
+    assert capsys.readouterr().out == demo_text
+
+
+def test_installed_console_script_runs_the_demo(demo_text):
+    script = Path(sys.executable).parent / "poolsplit"
+    assert script.exists()
+    done = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == demo_text
+
+
+# --------------------------------------------------------------------------
+# retrieve and explain on a store of the user's
+# --------------------------------------------------------------------------
+
+STORE = [
+    {"id": "fix", "type": "correction", "scope": "always",
+     "content": "Never force-push to main."},
+    {"id": "t1", "type": "task", "base_priority": 9, "content": "Ship the release notes"},
+    {"id": "big", "type": "task", "base_priority": 8, "content": "x" * 400},
+    {"id": "old", "type": "task", "status": "retired", "content": "Ship the old notes"},
+    {"id": "s1", "type": "skill", "base_priority": 3, "content": "Bisect with git bisect run."},
+    {"id": "s2", "type": "skill", "base_priority": 2, "content": "Profile with py-spy."},
+    {"id": "odd", "type": "recipe", "content": "Bake bread."},
+]
+POOLS = ["--pool", "work:50:5:task,correction", "--pool", "skills:50:1:skill"]
+CONTEXT = ["--message", "ship the release", "--now", "2026-11-01T00:00:00Z"]
+
+
+@pytest.fixture
+def store_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "store.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in STORE) + "\n", encoding="utf-8")
+    return "store.jsonl"
+
+
+def test_retrieve_prints_an_aligned_table_per_pool(store_file, capsys):
+    assert main(["retrieve", store_file, *POOLS, *CONTEXT]) == 0
+    out = capsys.readouterr().out
+    work = out[out.index("pool 'work'"):out.index("pool 'skills'")]
+    skills = out[out.index("pool 'skills'"):]
+    ids = [line.split()[0] for line in work.splitlines()[2:] if line.strip()]
+    assert ids == ["fix", "t1"]
+    assert re.search(r"^\s+fix\s+correction\s+-\s+6\s+always\s", work, re.M)
+    assert re.search(r"^\s+s1\s+skill\s+\d+\.\d{3}\s+6\s+Bisect", skills, re.M)
+    assert "s2" not in skills and "big" not in out and "old" not in out
+    header = work.splitlines()[1]
+    row = work.splitlines()[3]
+    assert header.index("type") == row.index("task")  # columns align
+
+
+def test_retrieve_json_matches_retrieve_pools(store_file, capsys):
+    assert main(["retrieve", store_file, *POOLS, *CONTEXT, "--project", "p", "--tag", "x",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    pools = [Pool("work", 50, 5, ("task", "correction")), Pool("skills", 50, 1, ("skill",))]
+    want = retrieve_pools(STORE, pools, {"message": "ship the release", "project": "p",
+                                         "tags": ["x"]}, now=DEMO_NOW)
+    assert list(got["pools"]) == ["work", "skills"]
+    for name, entries in want.items():
+        assert [e["entry"] for e in got["pools"][name]] == entries
+    first = got["pools"]["work"][0]
+    assert first == {"id": "fix", "type": "correction", "score": None, "cost": 6,
+                     "always": True, "entry": STORE[0]}
+    assert got["pools"]["work"][1]["score"] > 0 and not got["pools"]["work"][1]["always"]
+    assert got["context"] == {"message": "ship the release", "project": "p", "tags": ["x"]}
+
+
+def test_retrieve_reads_a_json_list_and_a_pools_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("store.json").write_text(json.dumps(STORE, indent=2), encoding="utf-8")
+    Path("pools.json").write_text(json.dumps([
+        {"name": "work", "max_tokens": 50, "max_entries": 5, "types": ["task", "correction"]},
+        {"name": "rest", "max_tokens": 130, "max_entries": 5},
+    ]), encoding="utf-8")
+    assert main(["retrieve", "store.json", "--pools", "pools.json", *CONTEXT, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["pools"]
+    assert [e["id"] for e in got["work"]] == ["fix", "t1"]
+    assert sorted(e["id"] for e in got["rest"]) == ["big", "odd", "s1", "s2"]
+
+
+def test_explain_says_why_each_entry_was_or_was_not_loaded(store_file, capsys):
+    assert main(["explain", store_file, *POOLS, *CONTEXT]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+work\s+5/50\s+45\s+1/5\s+1 \(6\)\s+1\s+0$", out, re.M)
+    assert re.search(r"^\s+skills\s+6/50\s+44\s+1/1\s+0 \(0\)\s+0\s+1$", out, re.M)
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert "over_tokens: needed 100 tokens, 45 were left in pool 'work'" in lines["big"]
+    assert "inactive: its status is 'retired'" in lines["old"]
+    assert "over_entries: pool 'skills' already held its 1 entries" in lines["s2"]
+    assert "no_pool: its type 'recipe' is in no pool" in lines["odd"]
+    assert "always: scope=always" in lines["fix"]
+    assert "selected: #2 in pool 'work'" in lines["t1"]
+    order = [line.split()[0] for line in out.split("loaded\n", 1)[1].splitlines() if line]
+    assert order == ["fix", "t1", "big", "s1", "s2", "old", "odd"]
+
+
+def test_explain_one_entry_by_id(store_file, capsys):
+    assert main(["explain", store_file, *POOLS, *CONTEXT, "--id", "big"]) == 0
+    out = capsys.readouterr().out
+    reasons = out.split("Why 'big' was or was not loaded\n", 1)[1].strip().splitlines()
+    assert len(reasons) == 1
+    assert reasons[0].split()[:3] == ["big", "task", "over_tokens:"]
+    assert "needed 100 tokens, 45 were left in pool 'work'" in reasons[0]
+    assert "pool " in out.split("Why")[0]  # the ledger still comes first
+
+
+def test_explain_json(store_file, capsys):
+    assert main(["explain", store_file, *POOLS, *CONTEXT, "--id", "old", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [led["pool"] for led in got["ledgers"]] == ["work", "skills"]
+    assert got["ledgers"][0]["tokens_left"] == 45
+    (decision,) = got["decisions"]
+    assert decision["outcome"] == "inactive" and decision["pool"] is None
+    assert decision["index"] == 3 and decision["reason"].startswith("inactive: ")
+
+
+def test_explain_names_a_superseding_entry(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("s.jsonl").write_text(json.dumps({"id": "a", "superseded_by": "b"}) + "\n")
+    assert main(["explain", "s.jsonl", "--pool", "all:10:1", "--message", "x"]) == 0
+    assert "inactive: it is superseded by 'b'" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------
+# bad input: one line on stderr, exit 2, nothing on stdout, no traceback
+# --------------------------------------------------------------------------
+
+BAD_INPUTS = {
+    "missing store": (
+        ["retrieve", "nowhere.jsonl", *POOLS, *CONTEXT], "store file not found: nowhere.jsonl"),
+    "malformed jsonl line": (
+        ["retrieve", "broken.jsonl", *POOLS, *CONTEXT], "broken.jsonl line 3: invalid JSON"),
+    "jsonl entry not an object": (
+        ["retrieve", "array.jsonl", *POOLS, *CONTEXT],
+        "array.jsonl line 2: an entry must be a JSON object, got an array"),
+    "json entry not an object": (
+        ["retrieve", "list.json", *POOLS, *CONTEXT],
+        "list.json: entry 1 (0-based) must be a JSON object, got a string"),
+    "pool spec with too few parts": (
+        ["retrieve", "store.jsonl", "--pool", "work:50", *CONTEXT],
+        "bad pool spec 'work:50': expected NAME:MAX_TOKENS:MAX_ENTRIES[:TYPE,TYPE...], got 2"),
+    "pool spec with a bad token count": (
+        ["retrieve", "store.jsonl", "--pool", "work:lots:5", *CONTEXT],
+        "bad pool spec 'work:lots:5': MAX_TOKENS must be a non-negative integer, got 'lots'"),
+    "pool spec with a negative cap": (
+        ["retrieve", "store.jsonl", "--pool", "work:50:-1", *CONTEXT],
+        "bad pool spec 'work:50:-1': MAX_ENTRIES must be a non-negative integer, got '-1'"),
+    "pool spec with no name": (
+        ["retrieve", "store.jsonl", "--pool", ":50:5", *CONTEXT],
+        "bad pool spec ':50:5': NAME is empty"),
+    "pool spec with an empty type": (
+        ["retrieve", "store.jsonl", "--pool", "work:50:5:task,,note", *CONTEXT],
+        "bad pool spec 'work:50:5:task,,note': TYPES has an empty type name"),
+    "duplicate pool names": (
+        ["retrieve", "store.jsonl", "--pool", "a:5:5", "--pool", "a:9:9", *CONTEXT],
+        "duplicate pool name 'a'"),
+    "duplicate pool names in a pools file": (
+        ["retrieve", "store.jsonl", "--pools", "dup_pools.json", *CONTEXT],
+        "duplicate pool name 'a'"),
+    "pools file with a negative budget": (
+        ["retrieve", "store.jsonl", "--pools", "neg_pools.json", *CONTEXT],
+        "neg_pools.json: pool 0: Pool 'a': max_tokens must be >= 0, got -5"),
+    "unparseable now": (
+        ["retrieve", "store.jsonl", *POOLS, "--message", "x", "--now", "last tuesday"],
+        "--now must be an ISO-8601 time such as 2026-11-01T00:00:00Z, got 'last tuesday'"),
+    "unknown id": (
+        ["explain", "store.jsonl", *POOLS, *CONTEXT, "--id", "nope"],
+        "no entry with id 'nope' in store.jsonl"),
+    "core rejects an entry": (
+        ["explain", "core.json", *POOLS, *CONTEXT],
+        "core.json: entry id='p': base_priority must be a number, got 'high'"),
+    "no pools at all": (
+        ["retrieve", "store.jsonl", *CONTEXT], "one of the arguments --pool --pools is required"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_line_on_stderr_and_exit_2(case, store_file, capsys):
+    Path("broken.jsonl").write_text('{"id": "a"}\n\n{"id": oops}\n', encoding="utf-8")
+    Path("array.jsonl").write_text('{"id": "a"}\n[1, 2]\n', encoding="utf-8")
+    Path("list.json").write_text('[{"id": "a"}, "b"]', encoding="utf-8")
+    Path("core.json").write_text(
+        '[{"id": "p", "type": "task", "base_priority": "high"}]', encoding="utf-8")
+    Path("dup_pools.json").write_text(json.dumps(
+        [{"name": "a", "max_tokens": 1, "max_entries": 1}] * 2), encoding="utf-8")
+    Path("neg_pools.json").write_text(json.dumps(
+        [{"name": "a", "max_tokens": -5, "max_entries": 1}]), encoding="utf-8")
+    argv, message = BAD_INPUTS[case]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("poolsplit: error: ")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_bad_input_from_the_console_script_has_no_traceback(tmp_path):
+    script = Path(sys.executable).parent / "poolsplit"
+    done = subprocess.run([str(script), "retrieve", str(tmp_path / "none.jsonl"), *POOLS,
+                           *CONTEXT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"poolsplit: error: store file not found: {tmp_path / 'none.jsonl'}\n"
