@@ -650,6 +650,11 @@ class _PreparedQuery:
             entry = entries[i]
             self.facts.append(_Facts.of(entry, i, store) if store.is_active(entry) else None)
         self.exact = self._exactly_scored(len(store._entries))
+        self.exact_by_type: Dict[Any, List[int]] = {}
+        for i in self.exact:
+            facts = self.facts[i]
+            if facts is not None:
+                self.exact_by_type.setdefault(facts.type, []).append(i)
         self.scores: Dict[int, float] = {}
 
     def _exactly_scored(self, stored: int) -> Dict[int, int]:
@@ -672,21 +677,22 @@ class _PreparedQuery:
         for i in range(stored, len(self.entries)):
             facts = self.facts[i]
             if facts is not None and not facts.always:
-                exact[i] = len(_words(_content(self.entries[i])) & query.words)
+                exact[i] = _shared_words(_content(self.entries[i]), query)
         return exact
 
     def score(self, i: int) -> float:
         if i not in self.scores:
             entry = self.entries[i]
-            label = _label(entry, i)
             facts = self.facts[i]
             group = None if facts is None else facts.group
             if facts is not None and group is not None and i in self.exact:
-                value = _combine(group[1], facts.created_us, facts.tags, group[2],
-                                 self.exact[i], self.query, self.now_us)
+                # Regular entries: 0 < base < 1e300 keeps the product finite.
+                self.scores[i] = _combine(group[1], facts.created_us, facts.tags, group[2],
+                                          self.exact[i], self.query, self.now_us)
             else:
+                label = _label(entry, i)
                 value = _default_score(entry, self.query, self.now, label)
-            self.scores[i] = _check_score(value, label)
+                self.scores[i] = _check_score(value, label)
         return self.scores[i]
 
     def run(self) -> Dict[str, List[Decision]]:
@@ -718,9 +724,11 @@ class _PreparedQuery:
 
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         heap: List[Tuple[Any, ...]] = []
-        for i in self.exact:
-            if self.usable(i, pool, taken):
-                heap.append(self.key(i))
+        include, key = self.include, self.key
+        for entry_type, members in self.exact_by_type.items():
+            if pool.accepts(entry_type):
+                heap.extend(key(i) for i in members if id(entries[i]) not in taken
+                            and (include is None or include(entries[i])))
         walks: List[Tuple[_Group, int]] = []
         for group in self.store._groups.values():
             if pool.accepts(group.type):
@@ -960,7 +968,7 @@ def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> 
 def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label: str) -> float:
     base = _base_priority(entry, label)
     tags = _tag_set(entry.get("tags"), f"{label}: tags")
-    shared = len(_words(_content(entry)) & query.words) if query.words else 0
+    shared = _shared_words(_content(entry), query) if query.words else 0
     return _combine(base, _time_us(entry.get("created")), tags, entry.get("project"),
                     shared, query, _epoch_us(now))
 
@@ -1005,6 +1013,11 @@ def _base_priority(entry: Mapping[str, Any], label: str) -> float:
     return base
 
 
+def _shared_words(text: str, query: _Query) -> int:
+    """``|W(text) & W(message)|``: the message's words are filtered already."""
+    return len(query.words.intersection(_WORD.findall(text.lower())))
+
+
 def _words(text: str) -> FrozenSet[str]:
     return frozenset(
         w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS
@@ -1016,6 +1029,8 @@ def _tag_set(value: Any, what: str) -> FrozenSet[str]:
         return frozenset()
     if isinstance(value, str):
         return frozenset((value,))
+    if type(value) in (list, tuple) and all(type(tag) is str for tag in value):
+        return frozenset(value)
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"{what} must be a str or an iterable of str, got {type(value).__name__}")
     tags = tuple(value)
@@ -1101,7 +1116,7 @@ def _check_entries(entries: Iterable[Any]) -> List[Any]:
         )
     listed = list(entries)
     for i, entry in enumerate(listed):
-        if not isinstance(entry, Mapping):
+        if type(entry) is not dict and not isinstance(entry, Mapping):
             raise TypeError(
                 f"entry at index {i} must be a mapping (dict), got {type(entry).__name__}"
             )

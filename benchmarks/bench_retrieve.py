@@ -1,0 +1,221 @@
+"""Speed of pool-split retrieval: literal reference vs stateless core vs prepared store.
+
+Run with ``make bench`` (or ``python benchmarks/bench_retrieve.py [--sizes 1000 10000]``).
+One run measures every path side by side on the same deterministic store and
+queries, checks that every path returns the reference's answer, prints a
+table and writes ``benchmarks/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from poolsplit_core.poolsplit import Pool, PreparedStore, retrieve_pools  # noqa: E402
+from tests.reference import ref_retrieve_pools  # noqa: E402
+
+NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+def _vocabulary(size: int, seed: int = 3) -> list[str]:
+    """Pseudo-English words, most frequent first (sampled with Zipf weights)."""
+    rng = random.Random(seed)
+    consonants, vowels = "bcdfghklmnprstvwz", "aeiou"
+    words: list[str] = []
+    seen: set[str] = set()
+    while len(words) < size:
+        word = "".join(rng.choice(consonants) + rng.choice(vowels)
+                       for _ in range(rng.randrange(2, 5)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+GLUE = ("the and for with from into over when then that this was are will of to in on a is"
+        " it as at by be or").split()
+WORDS = _vocabulary(20_000)
+# Zipf's law: the r-th most frequent word has weight 1/r, as in English text.
+CUM_WEIGHTS = list(itertools.accumulate(1 / (r + 1) for r in range(len(WORDS))))
+TAGS = WORDS[:40]
+
+
+# Skewed type mix: plentiful high-priority types, fewer low-priority ones.
+TYPES = [("task", 8, 0.22), ("fact", 7, 0.22), ("note", 6, 0.20), ("preference", 7, 0.10),
+         ("procedure", 7, 0.10), ("skill", 3, 0.08), ("growth", 2, 0.06)]
+PROJECTS = [None, "atlas", "hermes", "home", "infra", "research"]
+POOLS = [
+    Pool("work", max_tokens=1200, max_entries=8, types=("task", "procedure", "correction")),
+    Pool("knowledge", max_tokens=800, max_entries=6, types=("fact", "note", "preference")),
+    Pool("skills", max_tokens=400, max_entries=3, types=("skill",)),
+    Pool("growth", max_tokens=300, max_entries=2, types=("growth",)),
+]
+
+
+def make_store(n: int, seed: int = 7) -> list[dict]:
+    """A deterministic, realistic memory store of ``n`` entries."""
+    rng = random.Random(seed)
+    names, weights = [t[0] for t in TYPES], [t[2] for t in TYPES]
+    priority = {t[0]: t[1] for t in TYPES}
+    store = []
+    for i in range(n):
+        if rng.random() < 0.02:
+            entry_type, scope = "correction", "always"
+        else:
+            entry_type, scope = rng.choices(names, weights)[0], None
+        length = int(rng.uniform(20, 800))
+        parts: list[str] = []
+        size = 0
+        while size < length:
+            word = (rng.choices(WORDS, cum_weights=CUM_WEIGHTS)[0] if rng.random() < 0.55
+                    else rng.choice(GLUE))
+            parts.append(word)
+            size += len(word) + 1
+        entry: dict = {
+            "id": f"m{i:06d}",
+            "type": entry_type,
+            "content": " ".join(parts)[:length],
+            "created": (NOW - timedelta(seconds=rng.randrange(365 * 86400))).isoformat(),
+            "base_priority": priority.get(entry_type, 9) + rng.choice((-1, 0, 0, 1)),
+            "tags": rng.sample(TAGS, rng.randrange(0, 4)),
+            "project": rng.choice(PROJECTS),
+        }
+        if scope:
+            entry["scope"] = scope
+        if rng.random() < 0.30:
+            entry["token_count"] = max(1, len(entry["content"]) // 4 + rng.randrange(-3, 4))
+        if rng.random() < 0.05:
+            entry["status"] = "retired" if rng.random() < 0.5 else "active"
+            entry["superseded_by"] = f"m{rng.randrange(n):06d}"
+        store.append(entry)
+    return store
+
+
+def make_queries(count: int, seed: int = 11) -> list[dict]:
+    """Deterministic contexts: a message of 3-12 words, sometimes a project and tags."""
+    rng = random.Random(seed)
+    return [
+        {
+            "message": " ".join(
+                rng.choices(WORDS, cum_weights=CUM_WEIGHTS)[0] if rng.random() < 0.6
+                else rng.choice(GLUE) for _ in range(rng.randrange(3, 13))),
+            "project": rng.choice(PROJECTS),
+            "tags": rng.sample(TAGS, rng.randrange(0, 3)),
+        }
+        for _ in range(count)
+    ]
+
+
+def timed(fn, queries):
+    """Per-query seconds and answers for ``fn(context)`` over ``queries``."""
+    times, answers = [], []
+    for context in queries:
+        start = time.perf_counter()
+        answers.append(fn(context))
+        times.append(time.perf_counter() - start)
+    return times, answers
+
+
+def summary(times: list[float]) -> dict:
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": statistics.median(times) * 1e3, "p95_ms": p95 * 1e3, "n": len(times)}
+
+
+def same(a: dict, b: dict) -> bool:
+    """Same pools, same entry objects, same order."""
+    return {k: [id(e) for e in v] for k, v in a.items()} == {
+        k: [id(e) for e in v] for k, v in b.items()}
+
+
+def bench_size(n: int, queries: list[dict]) -> dict:
+    store = make_store(n)
+    few = queries[: 3 if n >= 100_000 else 10]
+    ref_t, ref_a = timed(lambda c: ref_retrieve_pools(store, POOLS, c, now=NOW), few)
+    core_n = queries[: 10 if n >= 100_000 else 30]
+    core_t, core_a = timed(lambda c: retrieve_pools(store, POOLS, c, now=NOW), core_n)
+
+    start = time.perf_counter()
+    prepared = PreparedStore(store)
+    build_s = time.perf_counter() - start
+    prep_t, prep_a = timed(lambda c: prepared.retrieve_pools(POOLS, c, now=NOW), queries)
+
+    tracemalloc.start()
+    measured = PreparedStore(store)
+    bytes_used = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del measured
+
+    agree = (all(same(a, b) for a, b in zip(ref_a, core_a))
+             and all(same(a, b) for a, b in zip(ref_a, prep_a))
+             and all(same(a, b) for a, b in zip(core_a, prep_a)))
+
+    extra = make_store(200, seed=99)
+    add_t = []
+    for entry in extra:
+        start = time.perf_counter()
+        prepared.add(entry)
+        add_t.append(time.perf_counter() - start)
+
+    ref, core, prep = summary(ref_t), summary(core_t), summary(prep_t)
+    return {
+        "n": n,
+        "reference": ref,
+        "stateless": core,
+        "prepared": prep,
+        "build_s": build_s,
+        "bytes_per_entry": bytes_used / n,
+        "add_ms_median": statistics.median(add_t) * 1e3,
+        "add_ms_max": max(add_t) * 1e3,
+        "stateless_speedup": ref["median_ms"] / core["median_ms"],
+        "prepared_speedup": ref["median_ms"] / prep["median_ms"],
+        "identical": agree,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
+    args = parser.parse_args()
+    queries = make_queries(args.queries)
+    rows = []
+    print(f"poolsplit benchmark -- {len(POOLS)} pools, default scorer, Python "
+          f"{platform.python_version()}, {args.queries} queries per prepared run")
+    head = (f"{'N':>7} | {'reference ms':>17} | {'stateless ms':>17} | {'prepared ms':>15} |"
+            f" {'x core':>6} | {'x prep':>7} | {'build s':>7} | {'B/entry':>7} |"
+            f" {'add ms':>6} | same")
+    print(head)
+    print("-" * len(head))
+    for n in args.sizes:
+        row = bench_size(n, queries)
+        rows.append(row)
+        r, c, p = row["reference"], row["stateless"], row["prepared"]
+        print(f"{n:>7} | {r['median_ms']:>8.1f} p95 {r['p95_ms']:>5.0f} |"
+              f" {c['median_ms']:>8.1f} p95 {c['p95_ms']:>5.0f} |"
+              f" {p['median_ms']:>6.2f} p95 {p['p95_ms']:>5.2f} |"
+              f" {row['stateless_speedup']:>5.1f}x | {row['prepared_speedup']:>6.0f}x |"
+              f" {row['build_s']:>7.2f} | {row['bytes_per_entry']:>7.0f} |"
+              f" {row['add_ms_median']:>6.3f} | {'yes' if row['identical'] else 'NO'}",
+              flush=True)
+    Path(args.out).write_text(json.dumps({"pools": [p.name for p in POOLS], "rows": rows},
+                                         indent=2) + "\n")
+    print(f"(median and p95 per query; x = reference median / path median; written to "
+          f"{Path(args.out).relative_to(ROOT) if Path(args.out).is_relative_to(ROOT) else args.out})")
+    return 0 if all(row["identical"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
