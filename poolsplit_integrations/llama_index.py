@@ -80,7 +80,12 @@ from poolsplit_integrations._entries import (  # noqa: E402
     to_entry,
 )
 
-__all__ = ["PoolSplitMemoryBlock", "PoolSplitPostprocessor", "PoolSplitRetriever"]
+__all__ = [
+    "CORRECTIONS_HEADING",
+    "PoolSplitMemoryBlock",
+    "PoolSplitPostprocessor",
+    "PoolSplitRetriever",
+]
 
 #: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
 CORRECTIONS_HEADING = "Corrections (always apply)"
