@@ -62,8 +62,8 @@ from poolsplit_integrations._entries import (
 
 __all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
 
-#: Keyword arguments ``PoolSplitRetriever.invoke(query, **kwargs)`` accepts.
-CALL_KWARGS = ("project", "tags", "k")
+# Keyword arguments ``PoolSplitRetriever.invoke(query, **kwargs)`` accepts.
+_CALL_KWARGS = ("project", "tags", "k")
 # LangChain's invoke() reads ``verbose`` itself and then forwards it to us.
 _FRAMEWORK_KWARGS = frozenset({"verbose"})
 
@@ -86,7 +86,8 @@ def _check_documents(value: Any, field: str) -> Any:
 def _freeze(value: Any) -> Hashable:
     """A hashable stand-in for ``value`` so that equal metadata gives equal keys."""
     if isinstance(value, Mapping):
-        return ("map", tuple(sorted(((repr(k), _freeze(v)) for k, v in value.items()))))
+        items = sorted(((repr(k), _freeze(v)) for k, v in value.items()), key=lambda kv: kv[0])
+        return ("map", tuple(items))
     if isinstance(value, (list, tuple)):
         return ("seq", tuple(_freeze(v) for v in value))
     if isinstance(value, (set, frozenset)):
@@ -95,7 +96,8 @@ def _freeze(value: Any) -> Hashable:
         hash(value)
     except TypeError:
         return ("repr", repr(value))
-    return value
+    frozen: Hashable = value
+    return frozen
 
 
 def _doc_key(doc: Document) -> Hashable:
@@ -115,13 +117,13 @@ def _similarity(doc: Document) -> float | None:
 
 def _call_overrides(kwargs: Mapping[str, Any], owner: str) -> dict[str, Any]:
     """The per-call ``project``/``tags``/``k`` overrides; anything else is a typo."""
-    unknown = sorted(set(kwargs) - set(CALL_KWARGS) - _FRAMEWORK_KWARGS)
+    unknown = sorted(set(kwargs) - set(_CALL_KWARGS) - _FRAMEWORK_KWARGS)
     if unknown:
         raise TypeError(
             f"{owner}.invoke() got unexpected keyword argument(s) {unknown};"
-            f" it accepts {', '.join(f'{name}=' for name in CALL_KWARGS)}"
+            f" it accepts {', '.join(f'{name}=' for name in _CALL_KWARGS)}"
         )
-    return {key: kwargs[key] for key in CALL_KWARGS if key in kwargs}
+    return {key: kwargs[key] for key in _CALL_KWARGS if key in kwargs}
 
 
 def _to_document(doc: Document, hit: Hit) -> Document:
@@ -227,6 +229,9 @@ class PoolSplitRetriever(BaseRetriever):
             results join ``documents`` on every query (duplicates by id, else
             by content and metadata, kept once); its run is traced as a child
             of ours. Always-scope ``documents`` load whatever it returns.
+
+        Unknown init args are refused. Assigning a field (``retriever.k = 2``)
+        is validated and rebuilds the mapped store.
 
     Instantiate:
         .. code-block:: python
