@@ -128,7 +128,7 @@ def load_store(path: str) -> list[dict[str, Any]]:
                 )
         return data
 
-    entries = []
+    entries: list[dict[str, Any]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -235,7 +235,8 @@ def read_pools_file(path: str) -> list[Pool]:
         ):
             raise UsageError(f"{where}: types must be a list of strings or null, got {types!r}")
         try:
-            pools.append(Pool(item["name"], item["max_tokens"], item["max_entries"], types))
+            pools.append(Pool(item["name"], item["max_tokens"], item["max_entries"],
+                              None if types is None else tuple(types)))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{where}: {exc}") from None
     return pools
@@ -303,7 +304,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
         if not decisions:
             lines += ["  (nothing loaded)", ""]
             continue
-        rows = [("id", "type", "score", "cost", "always", "content")]
+        rows: list[tuple[str, ...]] = [("id", "type", "score", "cost", "always", "content")]
         for d in decisions:
             rows.append((
                 _id(d.entry), str(d.entry.get("type", "note")),
@@ -332,8 +333,8 @@ def _cmd_explain(args: argparse.Namespace) -> str:
             ],
         })
     lines = ["Ledger (always-scope entries are counted but not charged to the budget)", ""]
-    rows = [("pool", "tokens used", "left", "entries", "always (tokens)",
-             "skipped: tokens", "skipped: cap")]
+    rows: list[tuple[str, ...]] = [("pool", "tokens used", "left", "entries",
+                                    "always (tokens)", "skipped: tokens", "skipped: cap")]
     for led in explanation.ledgers.values():
         rows.append((
             led.pool, f"{led.tokens_used}/{led.max_tokens}", str(led.tokens_left),
@@ -341,10 +342,11 @@ def _cmd_explain(args: argparse.Namespace) -> str:
             str(led.skipped_tokens), str(led.skipped_entries),
         ))
     lines += ["  " + row for row in _table(rows, right={1, 2, 3, 5, 6})]
+    rows = []
     lines += ["", "Why each entry was or was not loaded" if args.id is None
               else f"Why {args.id!r} was or was not loaded", ""]
-    rows = [(_id(d.entry), str(d.entry.get("type", "note")), reason(d, explanation.ledgers))
-            for d in decisions]
+    rows += [(_id(d.entry), str(d.entry.get("type", "note")), reason(d, explanation.ledgers))
+             for d in decisions]
     lines += ["  " + row for row in _table(rows)]
     return "\n".join(lines) + "\n"
 
@@ -371,7 +373,7 @@ def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
         return (f"over_tokens: needed {d.cost} tokens, {d.tokens_left} were left in pool"
                 f" {d.pool!r} ({score})")
     if d.outcome == "over_entries":
-        cap = ledgers[d.pool].max_entries if d.pool in ledgers else "its"
+        cap = ledgers[d.pool].max_entries if d.pool is not None and d.pool in ledgers else "its"
         return (f"over_entries: pool {d.pool!r} already held its {cap} entries when its turn"
                 f" came ({score}, cost {d.cost} tokens)")
     if d.outcome == "no_pool":

@@ -300,7 +300,7 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"Queries on which each type loaded at all (of {n}):",
         "",
     ]
-    rows = [("type", "single budget", "", "pool-split")]
+    rows: list[tuple[str, ...]] = [("type", "single budget", "", "pool-split")]
     for kind, counts in report["types"].items():
         rows.append((kind, f"{counts['single']}/{n}", "→", f"{counts['split']}/{n}"))
     lines += ["  " + line for line in _table(rows)]
