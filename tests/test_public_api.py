@@ -1,0 +1,102 @@
+"""Pins the public API of the core: names, signatures, version, typing marker.
+
+Adding a public name to the core means adding it to PUBLIC_NAMES below (and
+nowhere else in this file).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from importlib import resources
+
+import pytest
+
+import poolsplit_core
+import poolsplit_core.poolsplit as core
+
+PUBLIC_NAMES = sorted([
+    "OUTCOMES",
+    "Decision",
+    "Explanation",
+    "Ledger",
+    "Pool",
+    "__version__",
+    "default_is_active",
+    "default_scorer",
+    "default_token_counter",
+    "explain_pools",
+    "retrieve",
+    "retrieve_pools",
+])
+
+KEYWORD_ONLY_DEFAULTS = {
+    "scorer": core.default_scorer,
+    "token_counter": core.default_token_counter,
+    "is_active": core.default_is_active,
+    "now": None,
+}
+
+
+def test_core_module_all_is_exactly_the_pinned_public_names():
+    assert sorted(core.__all__) == PUBLIC_NAMES
+    assert len(core.__all__) == len(set(core.__all__))
+
+
+def test_package_reexports_the_same_names_as_the_same_objects():
+    assert sorted(poolsplit_core.__all__) == PUBLIC_NAMES
+    for name in PUBLIC_NAMES:
+        assert getattr(poolsplit_core, name) is getattr(core, name), name
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMES)
+def test_every_public_name_resolves(name):
+    assert hasattr(core, name)
+
+
+@pytest.mark.parametrize(("function", "positional"), [
+    (core.retrieve, [("entries", inspect.Parameter.empty), ("pool", inspect.Parameter.empty),
+                     ("context", None)]),
+    (core.retrieve_pools, [("entries", inspect.Parameter.empty),
+                           ("pools", inspect.Parameter.empty), ("context", None)]),
+    (core.explain_pools, [("entries", inspect.Parameter.empty),
+                          ("pools", inspect.Parameter.empty), ("context", None)]),
+])
+def test_entry_points_take_scorer_counter_activity_and_now_as_keyword_only(function, positional):
+    params = list(inspect.signature(function).parameters.values())
+    head = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    tail = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
+    assert [(p.name, p.default) for p in head] == positional
+    assert tail == KEYWORD_ONLY_DEFAULTS
+    assert len(head) + len(tail) == len(params)
+
+
+def test_default_scorer_signature_has_an_injectable_keyword_only_now():
+    params = inspect.signature(core.default_scorer).parameters
+    assert [(n, p.kind, p.default) for n, p in params.items()] == [
+        ("entry", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+        ("now", inspect.Parameter.KEYWORD_ONLY, None),
+    ]
+
+
+def test_default_counter_and_activity_test_take_one_argument():
+    assert list(inspect.signature(core.default_token_counter).parameters) == ["text"]
+    assert list(inspect.signature(core.default_is_active).parameters) == ["entry"]
+
+
+def test_pool_signature_is_name_limits_then_optional_types():
+    params = inspect.signature(core.Pool).parameters
+    assert [(n, p.default) for n, p in params.items()] == [
+        ("name", inspect.Parameter.empty), ("max_tokens", inspect.Parameter.empty),
+        ("max_entries", inspect.Parameter.empty), ("types", None)]
+
+
+def test_version_is_a_pep_440_release_string_shared_by_the_package():
+    assert re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?", core.__version__)
+    assert poolsplit_core.__version__ == core.__version__
+
+
+def test_package_ships_the_py_typed_marker():
+    marker = resources.files("poolsplit_core").joinpath("py.typed")
+    assert marker.is_file()
