@@ -21,6 +21,7 @@ PUBLIC_NAMES = sorted([
     "Explanation",
     "Ledger",
     "Pool",
+    "PreparedStore",
     "__version__",
     "default_is_active",
     "default_scorer",
