@@ -16,7 +16,8 @@ Where the spec is silent, this follows the core's documented behaviour:
 - ISO timestamps: ``YYYY-MM-DD``, optionally ``[T|t| ]HH[:MM[:SS[(.|,)fraction]]]``,
   optionally a ``Z``/``z`` or a ``+HH[[:]MM]``/``-HH[[:]MM]`` offset; surrounding
   whitespace is ignored, the fraction is truncated to microseconds, naive = UTC,
-  anything else (including impossible dates and offsets) is unparseable;
+  anything else (including impossible dates and offsets) is unparseable; digits
+  are any Unicode decimal digits, as in the core;
 - the sort key uses a string form of ``created`` and ``id``: ``""`` when missing
   or None, ``isoformat()`` for datetimes, ``str()`` otherwise.
 """
@@ -39,10 +40,12 @@ STOPWORDS = frozenset(
     """.split()
 )
 
+# \d, like the core: it also matches non-ASCII decimal digits ("\u0662\u0660\u0662\u0666-...")
+# that int() reads, where datetime.fromisoformat refuses them.
 ISO_TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
-    r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?)?"
-    r"\s*(?:[Zz]|([+-])([0-9]{2})(?::?([0-9]{2}))?)?"
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?)?"
+    r"\s*(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)?"
 )
 
 
