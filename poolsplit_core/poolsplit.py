@@ -29,13 +29,13 @@ imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import inspect
 import math
 import numbers
 import re
 import threading
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import (
@@ -416,19 +416,22 @@ class PreparedStore:
     >>> len(store)
     4
 
-    Building reads every entry once: its activity, type, scope and cost,
-    parsed ``created``, tags, and the words of its content into an inverted
-    index. A query with the default scorer then scores exactly only the
-    entries that share a message word or a tag with the context; the rest
-    are walked best-first in groups whose order is known in advance, until
-    the pool's cap or budget ends the fill. Results are identical to
+    Building reads every entry once: activity, type, scope, cost, parsed
+    ``created``, tags and the words of its content. Entries of one type,
+    priority and project form a group whose order by score is known before
+    any query (recency only falls with age), and per type and project every
+    word and tag lists its entries newest first. A default-scorer query walks these lists
+    best-first, each behind an upper bound of what it can still yield, and
+    stops when the pool's cap or budget is met: it scores exactly only the
+    entries that can still matter. Results are identical to
     :func:`retrieve_pools` over :attr:`entries` (same objects, same order).
 
     Entries are treated as immutable once added: the store notices nothing
-    changed inside an entry afterwards. After such a change call
-    :meth:`rebuild`. :meth:`add` appends without a rebuild. A scorer other
-    than :func:`default_scorer` falls back to the stateless path, correctly.
-    Queries may run from many threads; :meth:`add` takes a lock.
+    changed inside an entry afterwards; call :meth:`rebuild` after such a
+    change. :meth:`add` appends without a rebuild. A scorer other than
+    :func:`default_scorer` falls back to the stateless path, correctly.
+    The store may be shared by threads: queries and :meth:`add` take one
+    lock, so a query never sees an add half done.
     """
 
     def __init__(
@@ -444,39 +447,36 @@ class PreparedStore:
         self.token_counter = token_counter
         self.is_active = is_active
         self._lock = threading.Lock()
+        self._index = _Index(token_counter, is_active)
         self.rebuild(entries)
 
     @property
     def entries(self) -> List[Mapping[str, Any]]:
         """The stored entries, in the order they were added (a new list)."""
-        return list(self._entries)
+        return list(self._index.entries)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._index.entries)
 
     def rebuild(self, entries: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
         """Prepare again from ``entries`` (default: the stored ones)."""
-        listed = _check_entries(self._entries if entries is None else entries)
+        listed = _check_entries(self._index.entries if entries is None else entries)
+        index = _Index(self.token_counter, self.is_active)
+        for entry in listed:
+            index.append(entry)
+        index.sort()
         with self._lock:
-            self._entries: List[Mapping[str, Any]] = []
-            self._facts: List[Optional[_Facts]] = []  # None: inactive
-            self._always: List[int] = []
-            self._irregular: List[int] = []  # scored exactly on every query
-            self._groups: Dict[Tuple[Any, float, Any], _Group] = {}
-            self._by_word: Dict[str, List[int]] = {}
-            self._by_tag: Dict[str, List[int]] = {}
-            for entry in listed:
-                self._add(entry)
+            self._index = index
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """Add one entry without a rebuild; it is never mutated."""
-        if not isinstance(entry, Mapping):
-            raise TypeError(
-                f"entry at index {len(self._entries)} must be a mapping (dict),"
-                f" got {type(entry).__name__}"
-            )
         with self._lock:
-            self._add(entry)
+            if not isinstance(entry, Mapping):
+                raise TypeError(
+                    f"entry at index {len(self._index.entries)} must be a mapping (dict),"
+                    f" got {type(entry).__name__}"
+                )
+            self._index.insert(entry)
 
     def retrieve_pools(
         self,
@@ -499,7 +499,7 @@ class PreparedStore:
         now: Optional[datetime] = None,
     ) -> Explanation:
         """What :func:`explain_pools` gives over the stored entries (every entry is read)."""
-        return explain_pools(self._entries, pools, context, scorer=scorer,
+        return explain_pools(self._index.entries, pools, context, scorer=scorer,
                              token_counter=self.token_counter, is_active=self.is_active,
                              now=now)
 
@@ -522,183 +522,218 @@ class PreparedStore:
         ``explain_pools(...).loaded()`` over the kept entries.
         """
         checked = _check_pools(pools)
-        entries = self._entries + _check_entries(extra) if extra else self._entries
-        if scorer is not default_scorer:
-            kept = [e for e in entries if include is None or include(e)]
-            return explain_pools(kept, checked, context, scorer=scorer,
-                                 token_counter=self.token_counter, is_active=self.is_active,
-                                 now=now).loaded()
-        return _PreparedQuery(self, entries, checked, context, now, include).run()
+        extra = _check_entries(extra)
+        with self._lock:  # a query never sees an add half done
+            index = self._index
+            entries = index.entries + extra if extra else index.entries
+            if scorer is not default_scorer:
+                kept = [e for e in entries if include is None or include(e)]
+                return explain_pools(kept, checked, context, scorer=scorer,
+                                     token_counter=self.token_counter,
+                                     is_active=self.is_active, now=now).loaded()
+            return _PreparedQuery(index, entries, context, now, include).run(checked)
 
-    # -- building ----------------------------------------------------------
 
-    def _add(self, entry: Mapping[str, Any]) -> None:
-        i = len(self._entries)
-        self._entries.append(entry)
-        if not self.is_active(entry):
-            self._facts.append(None)
-            return
-        facts = _Facts.of(entry, i, self)
-        self._facts.append(facts)
-        if facts.always:
-            self._always.append(i)
-        elif facts.group is None:
-            self._irregular.append(i)
-        else:
-            group = self._groups.get(facts.group)
-            if group is None:
-                group = self._groups[facts.group] = _Group(*facts.group)
-            group.insert(i, facts)
-            for word in facts.words:
-                self._by_word.setdefault(word, []).append(i)
-            for tag in facts.tags:
-                self._by_tag.setdefault(tag, []).append(i)
+_UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as newest
 
 
 class _Facts:
     """What the prepared path keeps of one active entry."""
 
-    __slots__ = ("always", "cost", "created_us", "group", "sort_key", "tags", "type", "words")
+    __slots__ = ("always", "base", "cost", "created_us", "group", "sort_key", "tags",
+                 "type", "words")
 
-    def __init__(self) -> None:
-        self.always = False
-        self.cost = 0
+    def __init__(self, entry: Mapping[str, Any], i: int, token_counter: TokenCounter) -> None:
+        self.type: Any = entry.get("type", "note")
+        self.always = entry.get("scope") == "always"
+        self.cost = _cost(entry, i, token_counter)
+        self.group: Optional[Tuple[Any, float, Any]] = None  # None: scored exactly
+        self.base = 0.0
         self.created_us: Optional[int] = None
-        self.group: Optional[Tuple[Any, float, Any]] = None
         self.sort_key: Tuple[str, str] = ("", "")
         self.tags: Tuple[str, ...] = ()
-        self.type: Any = None
-        self.words: FrozenSet[str] = frozenset()
-
-    @classmethod
-    def of(cls, entry: Mapping[str, Any], i: int, store: PreparedStore) -> _Facts:
-        facts = cls()
-        facts.type = entry.get("type", "note")
-        facts.always = entry.get("scope") == "always"
-        facts.cost = _cost(entry, i, store.token_counter)
-        if facts.always:
-            return facts
-        facts.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
-        facts.created_us = _time_us(entry.get("created"))
+        self.words: Tuple[str, ...] = ()
+        if self.always:
+            return
+        self.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
+        self.created_us = _time_us(entry.get("created"))
         try:
             base = _base_priority(entry, "")
-            facts.tags = tuple(_tag_set(entry.get("tags"), ""))
+            tags = tuple(_tag_set(entry.get("tags"), ""))
             project = entry.get("project")
-            hash((facts.type, project))
+            hash((self.type, project))
         except (TypeError, ValueError):
-            return facts  # irregular: scored exactly, so errors surface as usual
+            return  # irregular: scored exactly, so its error surfaces as usual
         # Only positive, comfortably finite priorities have a known order
         # (newest first) inside their group; the rest are scored exactly.
         if 0 < base < 1e300:
-            facts.group = (facts.type, base, project)
-            facts.words = _words(_content(entry))
+            self.group = (self.type, base, project)
+            self.base, self.tags = base, tags
+            self.words = tuple(_words(_content(entry)))
+
+    @property
+    def time_key(self) -> int:
+        return _UNDATED if self.created_us is None else -self.created_us
+
+
+class _Index:
+    """The prepared data of a PreparedStore."""
+
+    def __init__(self, token_counter: TokenCounter, is_active: ActivityTest) -> None:
+        self.token_counter, self.is_active = token_counter, is_active
+        self.entries: List[Mapping[str, Any]] = []
+        self.facts: List[Optional[_Facts]] = []  # None: inactive
+        self.always: List[int] = []
+        self.irregular: List[int] = []
+        self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
+        self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
+        # (type, project) -> word or tag -> entries, newest first
+        self.by_word: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
+        self.by_tag: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
+        self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
+        self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
+
+    def append(self, entry: Mapping[str, Any]) -> Optional[_Facts]:
+        """Record an entry; lists are left unsorted until :meth:`sort`."""
+        i = len(self.entries)
+        self.entries.append(entry)
+        facts = _Facts(entry, i, self.token_counter) if self.is_active(entry) else None
+        self.facts.append(facts)
+        if facts is None:
+            return None
+        if facts.always:
+            self.always.append(i)
+        elif facts.group is None:
+            self.irregular.append(i)
+        else:
+            facts.words = tuple(map(self.vocabulary.setdefault, facts.words, facts.words))
+            self.groups.setdefault(facts.group, []).append(i)
+            kind = (facts.type, facts.group[2])
+            if facts.base > self.max_base.get(kind, 0.0):
+                self.max_base[kind] = facts.base
+            for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
+                lists = by.get(kind)
+                if lists is None:
+                    lists = by[kind] = defaultdict(list)
+                for item in items:
+                    lists[item].append(i)
         return facts
 
+    def sort(self) -> None:
+        """Order every list newest first (a bulk build sorts once, at the end)."""
+        key = [_UNDATED if f is None else f.time_key for f in self.facts].__getitem__
+        for members in self.groups.values():
+            members.sort(key=key)
+        for by in (self.by_word, self.by_tag):
+            for lists in by.values():
+                for members in lists.values():
+                    members.sort(key=key)
+        self.min_cost = {g: self.suffix_min(members) for g, members in self.groups.items()}
 
-def _facts(facts: List[Optional[_Facts]], i: int) -> _Facts:
-    """The facts of an entry known to be active (the callers checked)."""
-    return cast(_Facts, facts[i])
+    def time_key(self, i: int) -> int:
+        return cast(_Facts, self.facts[i]).time_key
 
+    def suffix_min(self, members: List[int]) -> List[int]:
+        out = [0] * len(members)
+        low = None
+        for j in range(len(members) - 1, -1, -1):
+            cost = cast(_Facts, self.facts[members[j]]).cost
+            low = cost if low is None or cost < low else low
+            out[j] = low
+        return out
 
-class _Group:
-    """Plain entries sharing (type, base priority, project), newest first.
-
-    Without a shared word or tag, an entry's score is base x recency x
-    project factor, and recency only falls with age: so the group's order is
-    known before any query, and a query walks it best-first.
-    """
-
-    __slots__ = ("base", "keys", "min_cost", "order", "project", "type")
-
-    def __init__(self, entry_type: Any, base: float, project: Any) -> None:
-        self.type, self.base, self.project = entry_type, base, project
-        self.keys: List[Tuple[int, int]] = []  # (0, 0) undated, else (1, -created_us)
-        self.order: List[int] = []
-        self.min_cost: List[int] = []  # min_cost[j]: the cheapest of order[j:]
-
-    def insert(self, i: int, facts: _Facts) -> None:
-        key = (0, 0) if facts.created_us is None else (1, -facts.created_us)
-        at = bisect.bisect_right(self.keys, key)
-        self.keys.insert(at, key)
-        self.order.insert(at, i)
-        after = self.min_cost[at] if at < len(self.min_cost) else facts.cost
-        self.min_cost.insert(at, min(after, facts.cost))
+    def insert(self, entry: Mapping[str, Any]) -> None:
+        """Add one entry in place, keeping every list in order."""
+        facts = self.append(entry)
+        if facts is None or facts.always or facts.group is None:
+            return
+        i = len(self.entries) - 1
+        key = self.time_key
+        members = self.groups[facts.group]
+        members.pop()  # appended at the end; put it in its place
+        at = _insort(members, i, key)
+        low = self.min_cost.setdefault(facts.group, [])
+        low.insert(at, min(facts.cost, low[at]) if at < len(low) else facts.cost)
         j = at - 1
-        while j >= 0 and self.min_cost[j] > facts.cost:
-            self.min_cost[j] = facts.cost
+        while j >= 0 and low[j] > facts.cost:
+            low[j] = facts.cost
             j -= 1
+        kind = (facts.type, facts.group[2])
+        for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
+            lists = by[kind]
+            for item in items:
+                postings = lists[item]
+                postings.pop()
+                _insort(postings, i, key)
+
+
+def _insort(members: List[int], i: int, key: Callable[[int], int]) -> int:
+    """Insert ``i`` into ``members`` (sorted by ``key``) after its equals; return where."""
+    target, lo, hi = key(i), 0, len(members)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key(members[mid]) <= target:
+            lo = mid + 1
+        else:
+            hi = mid
+    members.insert(lo, i)
+    return lo
 
 
 class _PreparedQuery:
-    """One default-scorer query over a PreparedStore."""
+    """One default-scorer query over a prepared index: a best-first walk with bounds.
+
+    The heap holds real candidates ``(-score, created, id, index)`` and
+    stream markers ``(-bound, "", "", -1, stream)``. A marker's bound is at
+    least the score of every entry its stream still owes, and it sorts before
+    real keys of an equal score; so a real candidate pops only when no
+    unvisited entry can beat it -- the fill order is the stateless one.
+    Streams: each group newest first (its bound is the next entry's exact
+    plain score), and per (type, project) each message word and context tag,
+    newest first (bounded by the top priority there times the largest tag
+    and message factors).
+    """
 
     def __init__(
         self,
-        store: PreparedStore,
+        index: _Index,
         entries: List[Mapping[str, Any]],
-        pools: List[Pool],
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
     ) -> None:
-        self.store, self.entries, self.pools, self.include = store, entries, pools, include
+        self.index, self.entries, self.include = index, entries, include
         self.query = _Query.from_context(context)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
-        self.facts: List[Optional[_Facts]] = list(store._facts)
-        for i in range(len(store._entries), len(entries)):  # this query's extras
-            entry = entries[i]
-            self.facts.append(_Facts.of(entry, i, store) if store.is_active(entry) else None)
-        self.exact = self._exactly_scored(len(store._entries))
-        self.exact_by_type: Dict[Any, List[int]] = {}
-        for i in self.exact:
-            facts = self.facts[i]
-            if facts is not None:
-                self.exact_by_type.setdefault(facts.type, []).append(i)
+        self.facts = index.facts
+        stored = len(index.entries)
+        if len(entries) > stored:  # this query's extras
+            self.facts = index.facts + [
+                _Facts(entries[i], i, index.token_counter)
+                if index.is_active(entries[i]) else None
+                for i in range(stored, len(entries))
+            ]
+        self.exact = list(index.irregular) + [
+            i for i in range(stored, len(entries))
+            if self.facts[i] is not None and not _facts(self.facts, i).always
+        ]
+        self.extra_always = [
+            i for i in range(stored, len(entries))
+            if self.facts[i] is not None and _facts(self.facts, i).always
+        ]
+        self.always_by_type: Dict[Any, List[int]] = {}
+        for i in index.always + self.extra_always:
+            self.always_by_type.setdefault(_facts(self.facts, i).type, []).append(i)
+        query = self.query
+        self.tag_max = 1.5 if query.tags else 1.0
+        self.msg_max = 2.5 if query.words else 1.0
         self.scores: Dict[int, float] = {}
 
-    def _exactly_scored(self, stored: int) -> Dict[int, int]:
-        """Entries whose score needs more than the group order: index -> shared words."""
-        store, query = self.store, self.query
-        exact: Dict[int, int] = dict.fromkeys(store._irregular, 0)
-        if query.words:
-            counts: Dict[int, int] = {}
-            for word in query.words:
-                for i in store._by_word.get(word, ()):
-                    counts[i] = counts.get(i, 0) + 1
-            n = len(query.words)
-            exact.update((i, c) for i, c in counts.items() if c / n > 0.15)
-            shared = counts
-        else:
-            shared = {}
-        for tag in query.tags:
-            for i in store._by_tag.get(tag, ()):
-                exact[i] = shared.get(i, 0)
-        for i in range(stored, len(self.entries)):
-            facts = self.facts[i]
-            if facts is not None and not facts.always:
-                exact[i] = _shared_words(_content(self.entries[i]), query)
-        return exact
-
-    def score(self, i: int) -> float:
-        if i not in self.scores:
-            entry = self.entries[i]
-            facts = self.facts[i]
-            group = None if facts is None else facts.group
-            if facts is not None and group is not None and i in self.exact:
-                # Regular entries: 0 < base < 1e300 keeps the product finite.
-                self.scores[i] = _combine(group[1], facts.created_us, facts.tags, group[2],
-                                          self.exact[i], self.query, self.now_us)
-            else:
-                label = _label(entry, i)
-                value = _default_score(entry, self.query, self.now, label)
-                self.scores[i] = _check_score(value, label)
-        return self.scores[i]
-
-    def run(self) -> Dict[str, List[Decision]]:
+    def run(self, pools: List[Pool]) -> Dict[str, List[Decision]]:
         taken: Set[int] = set()
         out: Dict[str, List[Decision]] = {}
-        for pool in self.pools:
+        for pool in pools:
             picked = self.fill(pool, taken)
             taken.update(id(d.entry) for d in picked)
             out[pool.name] = picked
@@ -710,12 +745,33 @@ class _PreparedQuery:
         return (facts is not None and pool.accepts(facts.type) and id(entry) not in taken
                 and (self.include is None or bool(self.include(entry))))
 
+    def rec(self, created_us: Optional[int]) -> float:
+        days = (0.0 if created_us is None
+                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
+        return max(0.3, 1.0 - 0.7 * days / 90)
+
+    def score(self, i: int) -> float:
+        if i not in self.scores:
+            facts = _facts(self.facts, i)
+            group = facts.group
+            if group is not None:
+                # Regular entries: 0 < base < 1e300 keeps the product finite.
+                query = self.query
+                shared = len(query.words.intersection(facts.words)) if query.words else 0
+                self.scores[i] = _combine(facts.base, facts.created_us, facts.tags, group[2],
+                                          shared, query, self.now_us)
+            else:
+                entry = self.entries[i]
+                label = _label(entry, i)
+                value = _default_score(entry, self.query, self.now, label)
+                self.scores[i] = _check_score(value, label)
+        return self.scores[i]
+
     def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[Decision]:
-        entries, facts = self.entries, self.facts
-        stored = len(self.store._entries)
-        always = [i for i in self.store._always if self.usable(i, pool, taken)]
-        always += [i for i in range(stored, len(entries))
-                   if self.usable(i, pool, taken) and _facts(facts, i).always]
+        entries, facts, index = self.entries, self.facts, self.index
+        always = [i for entry_type, members in self.always_by_type.items()
+                  if pool.accepts(entry_type) for i in members]
+        always = [i for i in sorted(always) if self.usable(i, pool, taken)]
 
         # THE INVARIANT, as in the stateless path: always-scope first, unbudgeted.
         picked = [Decision(entries[i], i, "always", pool.name,
@@ -723,25 +779,38 @@ class _PreparedQuery:
                   for rank, i in enumerate(always)]
 
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        heap: List[Tuple[Any, ...]] = []
-        include, key = self.include, self.key
-        for entry_type, members in self.exact_by_type.items():
-            if pool.accepts(entry_type):
-                heap.extend(key(i) for i in members if id(entries[i]) not in taken
-                            and (include is None or include(entries[i])))
-        walks: List[Tuple[_Group, int]] = []
-        for group in self.store._groups.values():
-            if pool.accepts(group.type):
-                self.push_next_run(heap, walks, group, 0, pool, taken, tokens_left)
+        seen: Set[int] = set()
+        heap: List[Tuple[Any, ...]] = [
+            self.key(i) for i in self.exact if self.usable(i, pool, taken)
+        ]
+        streams: List[Tuple[List[int], Optional[Tuple[Any, float, Any]], int]] = []
+        for group, members in index.groups.items():
+            if pool.accepts(group[0]):
+                streams.append((members, group, len(streams)))
+        for kind, top in index.max_base.items():
+            if not pool.accepts(kind[0]):
+                continue
+            for by, items in ((index.by_word, self.query.words), (index.by_tag, self.query.tags)):
+                lists = by.get(kind, {})
+                for word in items:
+                    if word in lists:
+                        streams.append((lists[word], (kind[0], top, kind[1]), -1))
+        cursor = [0] * len(streams)
+        for s in range(len(streams)):
+            self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
         heapq.heapify(heap)
         while heap and slots_left > 0 and tokens_left > 0:
-            item = heapq.heappop(heap)
-            if len(item) == 5:  # a group's next run of equal scores: expand it
-                group, at = walks[item[4]]
-                at = self.expand(heap, group, at, -item[0], pool, taken, tokens_left)
-                self.push_next_run(heap, walks, group, at, pool, taken, tokens_left)
+            top_item = heapq.heappop(heap)
+            if len(top_item) == 5:  # a stream's marker: visit its next entry
+                s = top_item[4]
+                i = streams[s][0][cursor[s]]
+                cursor[s] += 1
+                if i not in seen and self.visitable(i, pool, taken, tokens_left):
+                    seen.add(i)
+                    heapq.heappush(heap, self.key(i))
+                self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
                 continue
-            i = item[3]
+            i = top_item[3]
             cost = _facts(facts, i).cost
             if cost <= tokens_left:
                 picked.append(Decision(entries[i], i, "selected", pool.name,
@@ -754,54 +823,54 @@ class _PreparedQuery:
         sort_key = _facts(self.facts, i).sort_key
         return (-self.score(i), sort_key[0], sort_key[1], i)
 
-    def walkable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
-        return (i not in self.exact and _facts(self.facts, i).cost <= tokens_left
-                and self.usable(i, pool, taken))
+    def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
+        # An entry that cannot fit now never will: tokens only decrease.
+        return _facts(self.facts, i).cost <= tokens_left and self.usable(i, pool, taken)
 
-    def plain_score(self, group: _Group, i: int) -> float:
-        created_us = _facts(self.facts, i).created_us
-        days = (0.0 if created_us is None
-                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
-        score = group.base * max(0.3, 1.0 - 0.7 * days / 90)
-        if group.project is not None:
-            score *= 1.5 if group.project == self.query.project else 0.5
-        self.scores[i] = score
-        return score
-
-    def push_next_run(self, heap: List[Tuple[Any, ...]], walks: List[Tuple[_Group, int]],
-                      group: _Group, at: int, pool: Pool, taken: AbstractSet[int],
-                      tokens_left: int) -> None:
-        """Push a marker for the group's next usable entry; it sorts before its equals."""
-        order = group.order
-        while at < len(order):
-            if group.min_cost[at] > tokens_left:
-                return  # nothing left in this group can fit
-            if self.walkable(order[at], pool, taken, tokens_left):
-                walks.append((group, at))
-                heapq.heappush(heap, (-self.plain_score(group, order[at]), "", "", -1,
-                                      len(walks) - 1))
-                return
+    def push_marker(self, heap: List[Tuple[Any, ...]],
+                    streams: List[Tuple[List[int], Optional[Tuple[Any, float, Any]], int]],
+                    cursor: List[int], s: int, pool: Pool, taken: AbstractSet[int],
+                    tokens_left: int, seen: AbstractSet[int]) -> None:
+        """Push a marker bounding what stream ``s`` still owes, after skipping dead entries."""
+        members, group, is_group = streams[s]
+        assert group is not None
+        at = cursor[s]
+        low = self.index.min_cost.get(group) if is_group >= 0 else None
+        while at < len(members):
+            if low is not None and low[at] > tokens_left:
+                at = len(members)  # nothing left in this group can fit
+                break
+            i = members[at]
+            if i not in seen and self.visitable(i, pool, taken, tokens_left):
+                break
             at += 1
+        cursor[s] = at
+        if at == len(members):
+            return
+        # The scorer's factors in its order: for a group the next entry's exact
+        # plain score, for a word or tag list the largest tag and message factors.
+        bound = group[1] * self.rec(_facts(self.facts, members[at]).created_us)
+        if is_group < 0:
+            bound *= self.tag_max
+        if group[2] is not None:
+            bound *= 1.5 if group[2] == self.query.project else 0.5
+        if is_group < 0:
+            bound *= self.msg_max
+        heapq.heappush(heap, (-bound, "", "", -1, s))
 
-    def expand(self, heap: List[Tuple[Any, ...]], group: _Group, at: int, score: float,
-               pool: Pool, taken: AbstractSet[int], tokens_left: int) -> int:
-        """Push every usable entry of the run scoring ``score``; return where it ends."""
-        order = group.order
-        while at < len(order):
-            i = order[at]
-            if self.walkable(i, pool, taken, tokens_left):
-                if self.plain_score(group, i) != score:
-                    break
-                heapq.heappush(heap, self.key(i))
-            at += 1
-        return at
+
+def _facts(facts: List[Optional[_Facts]], i: int) -> _Facts:
+    """The facts of an entry known to be active (the callers checked)."""
+    return cast(_Facts, facts[i])
 
 
 # --------------------------------------------------------------------------
 # Private helpers
 # --------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9]+")
+# Runs of [a-z0-9] longer than 2 characters: a maximal run of 3+ matches whole,
+# a shorter one never matches, so this equals filtering [a-z0-9]+ by length.
+_WORD = re.compile(r"[a-z0-9]{3,}")
 _STOPWORDS = frozenset(
     "the and for are but not you all can her was one our out day has had his how"
     " man new now old see two way who did its let put say she too use that this"
@@ -1019,9 +1088,7 @@ def _shared_words(text: str, query: _Query) -> int:
 
 
 def _words(text: str) -> FrozenSet[str]:
-    return frozenset(
-        w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS
-    )
+    return frozenset(_WORD.findall(text.lower())).difference(_STOPWORDS)
 
 
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:
