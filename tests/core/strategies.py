@@ -25,7 +25,8 @@ VOCAB = ("rotate", "database", "credentials", "deploy", "release", "notes", "mem
 ZONES = (timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8)),
          timezone(timedelta(hours=14)))
 FIXED_CREATED = ("2026-03-01T00:00:00Z", "2026-03-01", "2025-01-01T00:00:00+05:30",
-                 "2020-01-01", "2999-01-01T00:00:00Z")
+                 "2020-01-01", "2999-01-01T00:00:00Z",
+                 "\u0662\u0660\u0662\u0666-\u0660\u0663-\u0660\u0661")  # Arabic-Indic digits
 
 
 @st.composite
@@ -75,7 +76,7 @@ entries = st.fixed_dictionaries(
         "id": st.one_of(st.sampled_from("abcdefghij"), st.integers(0, 12)),
         "type": st.sampled_from(TYPES),
         "scope": st.sampled_from(("always", "always", "contextual", "session")),
-        "base_priority": st.one_of(st.integers(0, 10), st.floats(0, 10),
+        "base_priority": st.one_of(st.integers(-3, 10), st.floats(-10, 10),
                                    st.sampled_from((5, 5.0, "7", True))),
         "created": created_values,
         "tags": st.one_of(st.lists(st.sampled_from(TAGS), max_size=3),
