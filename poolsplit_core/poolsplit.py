@@ -29,6 +29,7 @@ imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import inspect
 import math
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OUTCOMES",
+    "AlwaysScopeOverflowError",
     "Decision",
     "Explanation",
     "Ledger",
@@ -396,6 +398,25 @@ def explain_pools(
     return Explanation(tuple(decisions), ledgers)
 
 
+class AlwaysScopeOverflowError(ValueError):
+    """The always-scope entries of a call cost more than its ``max_always_tokens``.
+
+    Raised instead of dropping a correction (which would break the one
+    invariant) and instead of silently blowing up the context. ``entries``
+    are the always-scope entries that loaded, ``total`` their cost.
+    """
+
+    def __init__(self, entries: Sequence[Mapping[str, Any]], total: int, limit: int) -> None:
+        self.entries = tuple(entries)
+        self.total = total
+        self.limit = limit
+        named = ", ".join(_label(entry, None) for entry in self.entries)
+        super().__init__(
+            f"always-scope entries cost {total} tokens, more than max_always_tokens={limit}:"
+            f" {named}"
+        )
+
+
 # --------------------------------------------------------------------------
 # PreparedStore: the same answers, prepared once for many queries
 # --------------------------------------------------------------------------
@@ -497,11 +518,21 @@ class PreparedStore:
         *,
         scorer: Scorer = default_scorer,
         now: Optional[datetime] = None,
+        extra: Sequence[Mapping[str, Any]] = (),
+        include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
     ) -> Explanation:
-        """What :func:`explain_pools` gives over the stored entries (every entry is read)."""
-        return explain_pools(self._index.entries, pools, context, scorer=scorer,
-                             token_counter=self.token_counter, is_active=self.is_active,
-                             now=now)
+        """What :func:`explain_pools` gives over the stored entries (every entry is read).
+
+        ``extra`` and ``include`` are as for :meth:`decide`; entries that
+        ``include`` rejects get no record at all (another tenant's entries are
+        not even named). A Decision's ``index`` is its position among the
+        stored entries followed by ``extra``.
+        """
+        checked = _check_pools(pools)
+        extra = _check_entries(extra)
+        with self._lock:
+            entries = self._index.entries + extra if extra else self._index.entries
+        return self._stateless(entries, checked, context, scorer, now, include)
 
     def decide(
         self,
@@ -519,19 +550,39 @@ class PreparedStore:
         candidates), after the stored ones. ``include``, when given, keeps
         only the entries it accepts -- always-scope ones too -- before
         pool-split runs (a tenant filter). The result equals
-        ``explain_pools(...).loaded()`` over the kept entries.
+        ``explain_pools(...).loaded()`` over the kept entries; a Decision's
+        ``index`` is its position among the stored entries followed by ``extra``.
         """
         checked = _check_pools(pools)
         extra = _check_entries(extra)
         with self._lock:  # a query never sees an add half done
             index = self._index
             entries = index.entries + extra if extra else index.entries
-            if scorer is not default_scorer:
-                kept = [e for e in entries if include is None or include(e)]
-                return explain_pools(kept, checked, context, scorer=scorer,
-                                     token_counter=self.token_counter,
-                                     is_active=self.is_active, now=now).loaded()
-            return _PreparedQuery(index, entries, context, now, include).run(checked)
+            if scorer is default_scorer:
+                return _PreparedQuery(index, entries, context, now, include).run(checked)
+        return self._stateless(entries, checked, context, scorer, now, include).loaded()
+
+    def _stateless(
+        self,
+        entries: List[Mapping[str, Any]],
+        pools: List[Pool],
+        context: Optional[Mapping[str, Any]],
+        scorer: Scorer,
+        now: Optional[datetime],
+        include: Optional[Callable[[Mapping[str, Any]], bool]],
+    ) -> Explanation:
+        """explain_pools over the kept entries, with indices into ``entries``."""
+        kept = list(range(len(entries))) if include is None else [
+            i for i, entry in enumerate(entries) if include(entry)]
+        got = explain_pools([entries[i] for i in kept], pools, context, scorer=scorer,
+                            token_counter=self.token_counter, is_active=self.is_active,
+                            now=now)
+        if include is None:
+            return got
+        return Explanation(
+            tuple(dataclasses.replace(d, index=kept[d.index]) for d in got.decisions),
+            got.ledgers,
+        )
 
 
 _UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as newest

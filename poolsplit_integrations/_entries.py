@@ -29,20 +29,26 @@ name), ``poolsplit_score`` (the score, ``None`` for always-scope) and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import copy
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from poolsplit_core.poolsplit import (
+    AlwaysScopeOverflowError,
+    Decision,
     Explanation,
     Pool,
+    PreparedStore,
     _check_pools,
     default_is_active,
     default_scorer,
     default_token_counter,
-    explain_pools,
 )
+
+logger = logging.getLogger("poolsplit")
 
 #: The entry keys SPEC.md gives a meaning to, read from metadata.
 ENTRY_KEYS = (
@@ -116,16 +122,16 @@ class Hit:
     always: bool
 
 
-def assemble(explanation: Explanation, k: int | None = None) -> list[Hit]:
+def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Hit]:
     """Flatten one call's loaded entries into the order adapters return.
 
     Every always-scope entry of every pool comes first (pool order, then
     store order), then the contextual entries pool by pool in selection
     order. ``k`` caps the contextual entries across pools, filled fairly:
     round-robin over the pools in pool order, each pool's best first. It
-    never cuts an always-scope entry.
+    never cuts an always-scope entry. ``loaded`` is the loaded Decisions per
+    pool, in load order (:meth:`PreparedStore.decide` or ``Explanation.loaded()``).
     """
-    loaded = explanation.loaded()
     always = [d for picked in loaded.values() for d in picked if d.outcome == "always"]
     contextual = [[d for d in picked if d.outcome == "selected"] for picked in loaded.values()]
     if k is not None:
@@ -174,19 +180,34 @@ def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
     return checked
 
 
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: "Not given": keep the retriever's own setting (``None`` means "no filter").
+DEFAULT: Any = _Default()
+
+
 class Selector:
-    """What both adapters delegate to: the mapped static store and the core's options.
+    """What both adapters delegate to: the prepared static store and the core's options.
 
-    Built once per retriever (the static store is mapped once), then asked
-    per query. It returns the entries the core saw and the :class:`Hit` list
-    in adapter order, so the adapter only translates back.
+    Built once per retriever (the static store is mapped and prepared once),
+    then asked per query. It returns the entries the core saw and the
+    :class:`Hit` list in adapter order, so the adapter only translates back.
 
-    >>> from poolsplit_core.poolsplit import Pool
     >>> sel = Selector([{"id": "fix", "scope": "always"}, {"id": "a", "content": "alpha"}],
     ...                [Pool("all", max_tokens=100, max_entries=5)])
     >>> entries, hits = sel.select("alpha?")
     >>> [(entries[h.index]["id"], h.always) for h in hits]
     [('fix', True), ('a', False)]
+
+    Tenancy: ``filter`` keeps only entries whose keys equal every item of it
+    (an entry lacking a key does not match), always-scope entries included,
+    before pool-split runs. With ``require_filter_keys``, a call whose filter
+    lacks any of those keys is refused -- fail closed. ``max_always_tokens``
+    caps the always tier: a call whose loaded always-scope entries cost more
+    raises :class:`AlwaysScopeOverflowError` rather than drop a correction.
     """
 
     def __init__(
@@ -200,13 +221,26 @@ class Selector:
         token_counter: Any = default_token_counter,
         is_active: Any = default_is_active,
         now: datetime | None = None,
+        filter: Mapping[str, Any] | None = None,
+        require_filter_keys: Iterable[str] = (),
+        max_always_tokens: int | None = None,
     ) -> None:
         self.entries = list(entries)
         self.pools = check_pools_arg(pools)
         self.context = dict(context or {})
         self.k = check_k(k)
-        self.options = {"scorer": scorer, "token_counter": token_counter,
-                        "is_active": is_active, "now": now}
+        self.scorer, self.now = scorer, now
+        self.filter = check_filter(filter)
+        self.require_filter_keys = check_required_keys(require_filter_keys)
+        self.max_always_tokens = check_max_always_tokens(max_always_tokens)
+        self.store = PreparedStore(self.entries, token_counter=token_counter,
+                                   is_active=is_active)
+
+    def with_filter(self, filter: Mapping[str, Any] | None) -> Selector:
+        """The same prepared store and options under another default filter (cheap)."""
+        other = copy.copy(self)
+        other.filter = check_filter(filter)
+        return other
 
     def select(
         self,
@@ -214,15 +248,116 @@ class Selector:
         extra: Sequence[Mapping[str, Any]] = (),
         *,
         k: int | None = None,
+        filter: Any = DEFAULT,
         **overrides: Any,
     ) -> tuple[list[Mapping[str, Any]], list[Hit]]:
         """Run pool-split for one query over the static store plus ``extra``.
 
         ``overrides`` (e.g. ``project``, ``tags``) replace the default context
-        for this call; ``k`` replaces the default cap.
+        for this call; ``k`` replaces the default cap; ``filter`` replaces the
+        default filter (``None`` or ``{}``: no filter, if none is required).
         """
+        context, include = self._call(message, filter, overrides)
+        decided = self.store.decide(self.pools, context, scorer=self.scorer, now=self.now,
+                                    extra=extra, include=include)
+        self._check_always(decided)
         entries = self.entries + list(extra) if extra else self.entries
-        context = build_context(self.context, message, **overrides)
-        explanation = explain_pools(entries, self.pools, context, **self.options)
-        cap = self.k if k is None else check_k(k)
-        return entries, assemble(explanation, cap)
+        return entries, assemble(decided, self.k if k is None else check_k(k))
+
+    def explain(
+        self,
+        message: str,
+        extra: Sequence[Mapping[str, Any]] = (),
+        *,
+        filter: Any = DEFAULT,
+        **overrides: Any,
+    ) -> Explanation:
+        """The core's records and ledgers for the call :meth:`select` would make.
+
+        Same context and filter (and the same refusal when a required filter
+        key is missing); ``k`` does not apply. Entries the filter rejects get
+        no record.
+        """
+        context, include = self._call(message, filter, overrides)
+        return self.store.explain_pools(self.pools, context, scorer=self.scorer, now=self.now,
+                                        extra=extra, include=include)
+
+    def _call(
+        self, message: str, filter: Any, overrides: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
+        active = self.filter if filter is DEFAULT else check_filter(filter)
+        missing = [key for key in self.require_filter_keys if key not in (active or {})]
+        if missing:
+            raise ValueError(
+                f"this retriever requires a filter on {missing}; the call's filter"
+                f" {dict(active or {})!r} lacks them (pass filter={{...}} with those keys)"
+            )
+        return build_context(self.context, message, **overrides), matcher(active)
+
+    def _check_always(self, decided: Mapping[str, Sequence[Decision]]) -> None:
+        always = [d for picked in decided.values() for d in picked if d.outcome == "always"]
+        total = sum(d.cost or 0 for d in always)
+        if self.max_always_tokens is not None:
+            if total > self.max_always_tokens:
+                raise AlwaysScopeOverflowError([d.entry for d in always], total,
+                                               self.max_always_tokens)
+        elif total > sum(pool.max_tokens for pool in self.pools):
+            logger.warning(
+                "always-scope entries cost %d tokens, more than all pools' max_tokens together"
+                " (%d): %s; set max_always_tokens to make this an error", total,
+                sum(pool.max_tokens for pool in self.pools),
+                ", ".join(str(d.entry.get("id", f"index {d.index}")) for d in always),
+            )
+
+
+def matcher(
+    filter: Mapping[str, Any] | None,
+) -> Callable[[Mapping[str, Any]], bool] | None:
+    """A predicate for a hard metadata filter: equality on every key; None for no filter.
+
+    >>> keep = matcher({"user_id": "a"})
+    >>> keep({"user_id": "a", "type": "task"}), keep({"user_id": "b"}), keep({})
+    (True, False, False)
+    """
+    if not filter:
+        return None
+    items = tuple(filter.items())
+
+    def keep(entry: Mapping[str, Any]) -> bool:
+        return all(key in entry and entry[key] == value for key, value in items)
+
+    return keep
+
+
+def check_filter(filter: Any) -> dict[str, Any] | None:
+    """Validate a filter: None, or a mapping with str keys (copied)."""
+    if filter is None:
+        return None
+    if not isinstance(filter, Mapping):
+        raise TypeError(f"filter must be a dict or None, got {type(filter).__name__}")
+    for key in filter:
+        if not isinstance(key, str):
+            raise TypeError(f"filter keys must be str, got {key!r}")
+    return dict(filter)
+
+
+def check_required_keys(keys: Any) -> tuple[str, ...]:
+    """Validate ``require_filter_keys``: an iterable of str (a bare str is one key)."""
+    if isinstance(keys, str):
+        return (keys,)
+    out = tuple(keys)
+    for key in out:
+        if not isinstance(key, str):
+            raise TypeError(f"require_filter_keys must hold str, got {key!r}")
+    return out
+
+
+def check_max_always_tokens(value: Any) -> int | None:
+    """Validate ``max_always_tokens``: None, or an int >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"max_always_tokens must be an int or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"max_always_tokens must be >= 0, got {value}")
+    return value
