@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from poolsplit_core.poolsplit import Pool, retrieve, retrieve_pools
+from poolsplit_core.poolsplit import Pool, PreparedStore
 
 __all__ = [
     "BURST_SIZE",
@@ -205,21 +205,35 @@ def loaded(
     ``method`` is ``"single"`` (one scorer, one budget, no always tier) or
     ``"split"`` (:data:`SPLIT_POOLS`, corrections always first).
     """
+    return _loaded_from(prepare(entries, method), query, method, now)
+
+
+def prepare(entries: Sequence[Mapping[str, Any]], method: str) -> PreparedStore:
+    """The store one method queries, prepared once for all the demo's queries."""
     if method == "single":
-        return retrieve(scope_blind(entries), SINGLE_POOL, query, now=now)
+        return PreparedStore(scope_blind(entries))
     if method == "split":
-        picked = retrieve_pools(entries, SPLIT_POOLS, query, now=now)
-        return [entry for pool in SPLIT_POOLS for entry in picked[pool.name]]
+        return PreparedStore(entries)
     raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def _loaded_from(
+    store: PreparedStore, query: Mapping[str, Any], method: str, now: datetime
+) -> list[Mapping[str, Any]]:
+    pools = [SINGLE_POOL] if method == "single" else SPLIT_POOLS
+    picked = store.retrieve_pools(pools, query, now=now)
+    return [entry for pool in pools for entry in picked[pool.name]]
 
 
 def type_load_counts(
     entries: Sequence[Mapping[str, Any]], method: str, now: datetime = DEMO_NOW
 ) -> dict[str, int]:
     """Count, per type, the demo queries on which that type loaded at all."""
+    store = prepare(entries, method)
     counts = {kind: 0 for kind in TYPES}
     for query in DEMO_QUERIES:
-        for kind in {entry.get("type", "note") for entry in loaded(entries, query, method, now)}:
+        picked = _loaded_from(store, query, method, now)
+        for kind in {entry.get("type", "note") for entry in picked}:
             counts[kind] = counts.get(kind, 0) + 1
     return counts
 
@@ -228,10 +242,11 @@ def correction_loads(
     entries: Sequence[Mapping[str, Any]], method: str, now: datetime = DEMO_NOW
 ) -> dict[str, bool]:
     """Say, per correction, whether it loads on the query it exists for."""
+    store = prepare(entries, method)
     out = {}
     for cid, index in CORRECTION_QUERIES.items():
-        ids = {entry.get("id") for entry in loaded(entries, DEMO_QUERIES[index], method, now)}
-        out[cid] = cid in ids
+        picked = _loaded_from(store, DEMO_QUERIES[index], method, now)
+        out[cid] = cid in {entry.get("id") for entry in picked}
     return out
 
 
