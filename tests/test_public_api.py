@@ -17,6 +17,7 @@ import poolsplit_core.poolsplit as core
 
 PUBLIC_NAMES = sorted([
     "OUTCOMES",
+    "AlwaysScopeOverflowError",
     "Decision",
     "Explanation",
     "Ledger",
