@@ -38,7 +38,7 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import (
     AbstractSet,
     Any,
@@ -939,12 +939,22 @@ _ISO = re.compile(
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("project", "tags", "words")
+    __slots__ = ("_pattern", "project", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
         self.words = words
         self.project = project
         self.tags = tags
+        self._pattern: Optional[re.Pattern[str]] = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The message's words as whole ``[a-z0-9]`` runs: finds W(text) & W(message)."""
+        if self._pattern is None:
+            self._pattern = re.compile(
+                r"(?<![a-z0-9])(?:" + "|".join(sorted(self.words)) + r")(?![a-z0-9])"
+            )
+        return self._pattern
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]]) -> _Query:
@@ -1134,8 +1144,8 @@ def _base_priority(entry: Mapping[str, Any], label: str) -> float:
 
 
 def _shared_words(text: str, query: _Query) -> int:
-    """``|W(text) & W(message)|``: the message's words are filtered already."""
-    return len(query.words.intersection(_WORD.findall(text.lower())))
+    """``|W(text) & W(message)|``: only the message's words are looked for."""
+    return len(set(query.pattern.findall(text.lower())))
 
 
 def _words(text: str) -> FrozenSet[str]:
@@ -1165,29 +1175,6 @@ def _content(entry: Mapping[str, Any]) -> str:
     return content if isinstance(content, str) else str(content)
 
 
-def _parse_time(value: Any) -> Optional[datetime]:
-    """An aware UTC-comparable datetime, or None when absent or unparseable."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-    if not isinstance(value, str):
-        return None
-    match = _ISO.fullmatch(value.strip())
-    if match is None:
-        return None
-    year, month, day, hour, minute, second, frac, _zulu, sign, off_h, off_m = match.groups()
-    try:
-        tz = timezone.utc
-        if sign:
-            offset = timedelta(hours=int(off_h), minutes=int(off_m or 0))
-            tz = timezone(offset if sign == "+" else -offset)
-        return datetime(
-            int(year), int(month), int(day), int(hour or 0), int(minute or 0),
-            int(second or 0), int((frac or "0")[:6].ljust(6, "0")), tzinfo=tz,
-        )
-    except ValueError:
-        return None
-
-
 def _utc_now(now: Optional[datetime]) -> datetime:
     if now is None:
         return datetime.now(timezone.utc)
@@ -1197,6 +1184,7 @@ def _utc_now(now: Optional[datetime]) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_ORDINAL = _EPOCH.toordinal()
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -1205,9 +1193,35 @@ def _epoch_us(moment: datetime) -> int:
 
 
 def _time_us(value: Any) -> Optional[int]:
-    """``created`` as microseconds since the epoch; None when absent or unparseable."""
-    moment = _parse_time(value)
-    return None if moment is None else _epoch_us(moment)
+    """``created`` as microseconds since the epoch (UTC); None when absent or unparseable.
+
+    Plain integer arithmetic on the parsed fields, with the checks ``datetime``
+    itself applies (a real calendar date, 00:00:00-23:59:59, an offset under
+    24 hours): the same instant ``datetime`` would give, without building one.
+    """
+    if isinstance(value, datetime):
+        return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
+    if not isinstance(value, str):
+        return None
+    match = _ISO.fullmatch(value.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, frac, _zulu, sign, off_h, off_m = match.groups()
+    hour_, minute_, second_ = int(hour or 0), int(minute or 0), int(second or 0)
+    if hour_ > 23 or minute_ > 59 or second_ > 59:
+        return None
+    offset = 0
+    if sign:
+        offset = int(off_h) * 60 + int(off_m or 0)
+        if offset >= 24 * 60:
+            return None
+        offset = offset if sign == "+" else -offset
+    try:
+        days = date(int(year), int(month), int(day)).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        return None
+    seconds = days * 86400 + hour_ * 3600 + minute_ * 60 + second_ - offset * 60
+    return seconds * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
 
 
 def _sort_text(entry: Mapping[str, Any], key: str) -> str:
@@ -1277,6 +1291,8 @@ def _check_types(name: str, types: Any) -> Optional[Tuple[str, ...]]:
 
 
 def _check_score(value: Any, label: str) -> Any:
+    if type(value) is float and value - value == 0.0:  # the common case: a finite float
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{label}: scorer must return a finite number, got {value!r}")
     try:
