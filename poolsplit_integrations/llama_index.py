@@ -34,10 +34,23 @@ is lost to rounding), or ``1.0`` when no contextual node was loaded. So a
 downstream step that sorts by score (a reranker, ``SimilarityPostprocessor``
 ordering, a merge of retrievers) can never push a correction below content,
 whatever the sign or size of the contextual scores.
+
+**Tenancy and accounting.** All three take a hard metadata ``filter``
+(equality on every key; a node lacking a key does not match), applied before
+pool-split to every node -- always-scope corrections, pinned nodes and
+candidates included -- plus ``require_filter_keys`` (a call whose filter
+lacks one of them is refused with a ``ValueError``: fail closed) and
+``max_always_tokens`` (an always tier costing more raises
+:class:`~poolsplit_core.AlwaysScopeOverflowError` instead of dropping a
+correction). LlamaIndex's ``retrieve`` takes only the query, so the filter
+lives on the retriever: :meth:`PoolSplitRetriever.with_filter` gives another
+tenant's retriever over the same prepared store. :meth:`PoolSplitRetriever.explain`
+returns the core's records and ledgers for a query.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -65,6 +78,7 @@ from llama_index.core.schema import (  # noqa: E402
 )
 
 from poolsplit_core.poolsplit import (  # noqa: E402
+    Explanation,
     Pool,
     default_is_active,
     default_scorer,
@@ -74,8 +88,11 @@ from poolsplit_integrations._entries import (  # noqa: E402
     RESULT_KEYS,
     Hit,
     Selector,
+    check_filter,
     check_k,
+    check_max_always_tokens,
     check_pools_arg,
+    check_required_keys,
     result_metadata,
     to_entry,
 )
@@ -137,15 +154,11 @@ def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
     })
 
 
-def _pool_split_nodes(
-    selector: Selector,
-    static_nodes: Sequence[BaseNode],
-    query: str,
-    candidates: Sequence[NodeWithScore] = (),
-) -> list[NodeWithScore]:
-    """Run pool-split over ``static_nodes`` plus ``candidates``; return NodeWithScore.
+def _candidate_entries(
+    static_nodes: Sequence[BaseNode], candidates: Sequence[NodeWithScore]
+) -> tuple[list[BaseNode], list[dict[str, Any]]]:
+    """The candidates to add to ``static_nodes``, as nodes and as entries (same order).
 
-    ``selector`` already holds the entries of ``static_nodes`` (same order).
     A candidate whose node id is already static, or seen earlier among the
     candidates, is dropped: each node id is kept once. A kept candidate's
     score reaches the scorer as the entry key ``similarity``.
@@ -159,7 +172,37 @@ def _pool_split_nodes(
         seen.add(candidate.node.node_id)
         extra_nodes.append(candidate.node)
         extra_entries.append(_node_entry(candidate.node, candidate.score))
+    return extra_nodes, extra_entries
 
+
+def _refuse_missing_filter_keys(selector: Selector, owner: str, hint: str) -> None:
+    """Fail closed: raise when ``selector``'s filter lacks a required key.
+
+    Checked before any work (the base retriever is not even queried), with a
+    message saying how this adapter takes a filter; the Selector refuses the
+    same calls again on its own.
+    """
+    given = selector.filter or {}
+    missing = [key for key in selector.require_filter_keys if key not in given]
+    if missing:
+        raise ValueError(
+            f"{owner} has require_filter_keys={list(selector.require_filter_keys)!r} but its"
+            f" filter {selector.filter!r} lacks {missing!r}; {hint}"
+        )
+
+
+def _pool_split_nodes(
+    selector: Selector,
+    static_nodes: Sequence[BaseNode],
+    query: str,
+    candidates: Sequence[NodeWithScore] = (),
+) -> list[NodeWithScore]:
+    """Run pool-split over ``static_nodes`` plus ``candidates``; return NodeWithScore.
+
+    ``selector`` already holds the entries of ``static_nodes`` (same order);
+    candidates join as in :func:`_candidate_entries`.
+    """
+    extra_nodes, extra_entries = _candidate_entries(static_nodes, candidates)
     _, hits = selector.select(query, extra=extra_entries)
     nodes = [*static_nodes, *extra_nodes]
     contextual = [float(hit.score) for hit in hits if hit.score is not None]
@@ -220,6 +263,22 @@ class PoolSplitRetriever(BaseRetriever):
         base_retriever: any LlamaIndex retriever whose candidates join the
             static nodes on each query (a node id is kept once; a
             candidate's score reaches the scorer as ``similarity``).
+        filter: a hard metadata filter, e.g. ``{"user_id": "a"}``: a node
+            loads only if its metadata has every key with an equal value (a
+            node lacking the key does not match). Applied before pool-split
+            to every node -- corrections and the base retriever's candidates
+            included. ``None``: no filter.
+        require_filter_keys: keys the filter must have, e.g.
+            ``("user_id",)``. A retriever whose filter lacks one refuses
+            every call (``retrieve``, ``aretrieve``, ``explain``) with a
+            ``ValueError`` naming the missing keys: fail closed.
+        max_always_tokens: a ceiling on the always tier. A call whose
+            always-scope nodes (after the filter) cost more raises
+            :class:`~poolsplit_core.AlwaysScopeOverflowError` (a
+            ``ValueError``) naming them and their total; no correction is
+            ever dropped. ``None``: no ceiling, but a ``logging`` warning on
+            logger ``"poolsplit"`` when the always tier alone costs more than
+            all pools' ``max_tokens`` together.
 
     Instantiate:
         .. code-block:: python
@@ -250,6 +309,43 @@ class PoolSplitRetriever(BaseRetriever):
             from llama_index.core.query_engine import RetrieverQueryEngine
             engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
 
+    One store, many tenants:
+        ``retrieve`` takes only the query, so the tenant filter lives on the
+        retriever. Build one retriever over the whole store (the nodes are
+        mapped and prepared once), then bind each request's user with
+        :meth:`with_filter`, which shares the prepared store and costs no
+        rebuild. ``require_filter_keys`` makes the unbound retriever refuse
+        every call, so a forgotten ``with_filter`` fails instead of loading
+        every user's memories:
+
+        .. code-block:: python
+
+            shared = PoolSplitRetriever(
+                nodes=all_users_nodes,            # metadata carries "user_id"
+                pools=pools,
+                require_filter_keys=("user_id",),
+                max_always_tokens=300,            # corrections above 300 tokens: an error
+            )
+            shared.retrieve("deploy?")            # ValueError: ... lacks ['user_id']
+            retriever = shared.with_filter({"user_id": request.user_id})
+            nodes = retriever.retrieve("deploy?")  # user "a"'s corrections never reach "b"
+
+    Explain:
+        :meth:`explain` returns the core's
+        :class:`~poolsplit_core.Explanation` for a query: one record per
+        node the filter kept (outcome ``always``, ``selected``,
+        ``inactive``, ``no_pool``, ``over_tokens`` or ``over_entries``; pool,
+        score, cost, the tokens left at a near miss) and one ledger per pool
+        (tokens used and left, entries selected and skipped, always-scope
+        tokens accounted but not charged). Other tenants' nodes get no
+        record.
+
+        .. code-block:: python
+
+            why = retriever.explain("deploy?")
+            why.ledgers["work"].tokens_left
+            [(d.entry["id"], d.outcome) for d in why.decisions]
+
     Returned nodes are copies: always-scope nodes first (pool order, then
     store order), then contextual nodes pool by pool in selection order. See
     the module docstring for the metadata keys and the always-scope score.
@@ -267,6 +363,9 @@ class PoolSplitRetriever(BaseRetriever):
         is_active: Callable[[Mapping[str, Any]], bool] = default_is_active,
         now: datetime | None = None,
         base_retriever: BaseRetriever | None = None,
+        filter: Mapping[str, Any] | None = None,
+        require_filter_keys: Iterable[str] = (),
+        max_always_tokens: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -284,8 +383,11 @@ class PoolSplitRetriever(BaseRetriever):
         self._selector = Selector(
             [_node_entry(node) for node in self._nodes], pools,
             context=context, k=k, scorer=scorer, token_counter=token_counter,
-            is_active=is_active, now=now,
+            is_active=is_active, now=now, filter=filter,
+            require_filter_keys=require_filter_keys, max_always_tokens=max_always_tokens,
         )
+        # An unbound retriever with require_filter_keys is allowed: it is the
+        # shared template that with_filter() binds per tenant. Its calls refuse.
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -343,8 +445,68 @@ class PoolSplitRetriever(BaseRetriever):
         """The static nodes (ids deduplicated, first kept), as given."""
         return list(self._nodes)
 
+    @property
+    def filter(self) -> dict[str, Any] | None:
+        """This retriever's tenant filter (a copy), or None."""
+        return None if self._selector.filter is None else dict(self._selector.filter)
+
+    def with_filter(self, filter: Mapping[str, Any] | None) -> PoolSplitRetriever:
+        """The same retriever for another tenant: a new ``filter``, the same prepared store.
+
+        >>> from poolsplit_core.poolsplit import Pool
+        >>> from llama_index.core.schema import TextNode
+        >>> shared = PoolSplitRetriever(
+        ...     nodes=[TextNode(id_="a1", text="alpha", metadata={"user_id": "a"}),
+        ...            TextNode(id_="b1", text="alpha", metadata={"user_id": "b"})],
+        ...     pools=[Pool("all", 100, 5)], require_filter_keys=("user_id",))
+        >>> [n.node.node_id for n in shared.with_filter({"user_id": "b"}).retrieve("alpha")]
+        ['b1']
+
+        Nothing is mapped or prepared again: the new retriever shares the
+        static nodes, the prepared store, the base retriever and every other
+        option; only the filter differs (it replaces this one's, it is not
+        merged with it). This retriever is unchanged.
+
+        Raises:
+            ValueError: when ``filter`` lacks a key of ``require_filter_keys``.
+            TypeError: when ``filter`` is not a dict (or None) with str keys.
+        """
+        selector = self._selector.with_filter(filter)
+        _refuse_missing_filter_keys(
+            selector, "PoolSplitRetriever.with_filter", "pass a filter with those keys")
+        other = copy.copy(self)
+        other._selector = selector
+        return other
+
+    def explain(self, query: str | QueryBundle) -> Explanation:
+        """The core's records and ledgers for what ``retrieve(query)`` would load.
+
+        Same filter, context and candidates as :meth:`retrieve` (the base
+        retriever, if any, is queried); ``k`` does not apply, and the
+        always-tier ceiling is not enforced, so an overflowing call can be
+        examined (``ledgers[pool].always_tokens``). Nodes the filter rejects
+        get no record. A record's ``entry["id"]`` is the node id (unless the
+        node's metadata carries its own ``id``); ``Explanation.loaded()``
+        gives each pool's loaded records in load order.
+
+        Raises:
+            ValueError: when this retriever's filter lacks a required key.
+        """
+        bundle = QueryBundle(query) if isinstance(query, str) else query
+        self._refuse_unbound()
+        candidates = self._base_retriever.retrieve(bundle) if self._base_retriever else []
+        _, extra_entries = _candidate_entries(self._nodes, candidates)
+        return self._selector.explain(bundle.query_str, extra=extra_entries)
+
+    def _refuse_unbound(self) -> None:
+        _refuse_missing_filter_keys(
+            self._selector, "this PoolSplitRetriever",
+            "bind a tenant first with retriever.with_filter({...})",
+        )
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Pool-split over the static nodes and the base retriever's candidates."""
+        self._refuse_unbound()
         candidates = (
             self._base_retriever.retrieve(query_bundle) if self._base_retriever else []
         )
@@ -352,6 +514,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
+        self._refuse_unbound()
         candidates = (
             await self._base_retriever.aretrieve(query_bundle) if self._base_retriever else []
         )
@@ -363,9 +526,10 @@ class PoolSplitRetriever(BaseRetriever):
 # --------------------------------------------------------------------------
 
 #: Fields whose change invalidates a postprocessor's prepared Selector.
-_SELECTOR_FIELDS = frozenset(
-    {"pools", "pinned", "k", "context", "scorer", "token_counter", "is_active", "now"}
-)
+_SELECTOR_FIELDS = frozenset({
+    "pools", "pinned", "k", "context", "scorer", "token_counter", "is_active", "now",
+    "filter", "require_filter_keys", "max_always_tokens",
+})
 
 
 class PoolSplitPostprocessor(BaseNodePostprocessor):
@@ -382,6 +546,9 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
             node's id is kept once (the pinned one).
         k, context, scorer, token_counter, is_active, now: as for
             :class:`PoolSplitRetriever`.
+        filter, require_filter_keys, max_always_tokens: as for
+            :class:`PoolSplitRetriever`; the filter applies to the pinned
+            nodes and to the candidates alike.
 
     Each candidate's ``NodeWithScore.score`` reaches the scorer as the entry
     key ``similarity``, so a custom scorer can blend it with the lexical
@@ -400,6 +567,15 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
 
     Results follow the same order and score rule as the retriever (the two
     share one code path).
+
+    Tenancy:
+        Build one postprocessor per tenant (only the pinned nodes are
+        mapped, so this is cheap), e.g. ``filter={"user_id": user}`` with
+        ``require_filter_keys=("user_id",)``: another user's pinned
+        correction or candidate never passes. The filter is applied after the
+        upstream retriever's top-k, so also filter that retriever (e.g. the
+        vector store's ``MetadataFilters``), or other tenants' nodes can
+        crowd its top-k and leave this tenant with few candidates.
     """
 
     pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
@@ -420,6 +596,16 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     now: datetime | None = Field(
         default=None, description="Fixed scoring time; None means the current UTC time."
     )
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="Hard metadata filter (equality on every key) on pinned and candidate nodes.",
+    )
+    require_filter_keys: tuple[str, ...] = Field(
+        default=(), description="Keys the filter must have; calls without them are refused."
+    )
+    max_always_tokens: int | None = Field(
+        default=None, description="Ceiling on the always tier; exceeding it raises."
+    )
 
     _selector: Selector | None = PrivateAttr(default=None)
     _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
@@ -433,6 +619,21 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     @classmethod
     def _check_k(cls, value: Any) -> int | None:
         return check_k(value)
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _check_filter(cls, value: Any) -> dict[str, Any] | None:
+        return check_filter(value)
+
+    @field_validator("require_filter_keys", mode="before")
+    @classmethod
+    def _check_required_keys(cls, value: Any) -> tuple[str, ...]:
+        return check_required_keys(value)
+
+    @field_validator("max_always_tokens", mode="before")
+    @classmethod
+    def _check_max_always_tokens(cls, value: Any) -> int | None:
+        return check_max_always_tokens(value)
 
     @classmethod
     def class_name(cls) -> str:
@@ -452,6 +653,8 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
                 [_node_entry(node) for node in self._pinned], self.pools,
                 context=self.context, k=self.k, scorer=self.scorer,
                 token_counter=self.token_counter, is_active=self.is_active, now=self.now,
+                filter=self.filter, require_filter_keys=self.require_filter_keys,
+                max_always_tokens=self.max_always_tokens,
             )
         return self._selector
 
@@ -467,6 +670,8 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
         selector = self._prepared()
+        _refuse_missing_filter_keys(
+            selector, "this PoolSplitPostprocessor", "set its filter with those keys")
         query = query_bundle.query_str if query_bundle is not None else ""
         return _pool_split_nodes(selector, self._pinned, query, nodes)
 
@@ -490,6 +695,11 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
         pools: the reserved budgets, filled in order.
         k, context, scorer, token_counter, is_active, now: as for
             :class:`PoolSplitRetriever`.
+        filter, require_filter_keys, max_always_tokens: as for
+            :class:`PoolSplitRetriever`; the filter applies to every store
+            entry (a ``Memory`` is usually per user: give its block that
+            user's filter, and ``require_filter_keys`` so a block built
+            without one refuses to render).
         corrections_heading: the heading above the always-scope entries.
 
     Instantiate:
@@ -536,6 +746,15 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
         default=default_is_active, exclude=True
     )
     now: datetime | None = Field(default=None)
+    filter: dict[str, Any] | None = Field(
+        default=None, description="Hard metadata filter (equality on every key) on entries."
+    )
+    require_filter_keys: tuple[str, ...] = Field(
+        default=(), description="Keys the filter must have; rendering without them is refused."
+    )
+    max_always_tokens: int | None = Field(
+        default=None, description="Ceiling on the always tier; exceeding it raises."
+    )
     corrections_heading: str = Field(default=CORRECTIONS_HEADING)
 
     @field_validator("pools", mode="before")
@@ -547,6 +766,21 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
     @classmethod
     def _check_k(cls, value: Any) -> int | None:
         return check_k(value)
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _check_filter(cls, value: Any) -> dict[str, Any] | None:
+        return check_filter(value)
+
+    @field_validator("require_filter_keys", mode="before")
+    @classmethod
+    def _check_required_keys(cls, value: Any) -> tuple[str, ...]:
+        return check_required_keys(value)
+
+    @field_validator("max_always_tokens", mode="before")
+    @classmethod
+    def _check_max_always_tokens(cls, value: Any) -> int | None:
+        return check_max_always_tokens(value)
 
     @field_validator("store", mode="before")
     @classmethod
@@ -581,7 +815,11 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
         selector = Selector(
             [], self.pools, context=self.context, k=self.k, scorer=self.scorer,
             token_counter=self.token_counter, is_active=self.is_active, now=self.now,
+            filter=self.filter, require_filter_keys=self.require_filter_keys,
+            max_always_tokens=self.max_always_tokens,
         )
+        _refuse_missing_filter_keys(
+            selector, "this PoolSplitMemoryBlock", "set its filter with those keys")
         entries, hits = selector.select(message, extra=self.entries(), **overrides)
         return _render(entries, hits, self.corrections_heading)
 
