@@ -16,6 +16,9 @@ the README), let the core decide, and return new ``Document`` objects with
 ``poolsplit_pool``, ``poolsplit_score`` and ``poolsplit_always`` added to a
 copy of the metadata. Input documents are never modified.
 
+Tenancy (``filter``, ``require_filter_keys``) and the always-tier ceiling
+(``max_always_tokens``) are the Selector's; the adapters only pass them on.
+
 Needs the ``langchain`` extra: ``pip install 'poolsplit[langchain]'``.
 """
 
@@ -46,6 +49,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 from typing_extensions import Self
 
 from poolsplit_core.poolsplit import (
+    Explanation,
     Pool,
     default_is_active,
     default_scorer,
@@ -54,8 +58,11 @@ from poolsplit_core.poolsplit import (
 from poolsplit_integrations._entries import (
     Hit,
     Selector,
+    check_filter,
     check_k,
+    check_max_always_tokens,
     check_pools_arg,
+    check_required_keys,
     result_metadata,
     to_entry,
 )
@@ -63,7 +70,9 @@ from poolsplit_integrations._entries import (
 __all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
 
 # Keyword arguments ``PoolSplitRetriever.invoke(query, **kwargs)`` accepts.
-_CALL_KWARGS = ("project", "tags", "k")
+_CALL_KWARGS = ("project", "tags", "k", "filter")
+# ``explain`` takes the same context and filter; ``k`` does not apply to it.
+_EXPLAIN_KWARGS = ("project", "tags", "filter")
 # LangChain's invoke() reads ``verbose`` itself and then forwards it to us.
 _FRAMEWORK_KWARGS = frozenset({"verbose"})
 
@@ -115,15 +124,24 @@ def _similarity(doc: Document) -> float | None:
     return None
 
 
-def _call_overrides(kwargs: Mapping[str, Any], owner: str) -> dict[str, Any]:
-    """The per-call ``project``/``tags``/``k`` overrides; anything else is a typo."""
-    unknown = sorted(set(kwargs) - set(_CALL_KWARGS) - _FRAMEWORK_KWARGS)
+def _call_overrides(
+    kwargs: Mapping[str, Any], owner: str, method: str = "invoke",
+    accepted: Sequence[str] = _CALL_KWARGS,
+) -> dict[str, Any]:
+    """The per-call ``project``/``tags``/``k``/``filter`` overrides; anything else is a typo."""
+    if method == "explain" and "k" in kwargs:
+        raise TypeError(
+            f"{owner}.explain() does not take k: it reports the core's decisions, and k"
+            " only cuts invoke()'s contextual documents afterwards (each pool keeps its"
+            " first ones); explain without k and read the loaded records in order"
+        )
+    unknown = sorted(set(kwargs) - set(accepted) - _FRAMEWORK_KWARGS)
     if unknown:
         raise TypeError(
-            f"{owner}.invoke() got unexpected keyword argument(s) {unknown};"
-            f" it accepts {', '.join(f'{name}=' for name in _CALL_KWARGS)}"
+            f"{owner}.{method}() got unexpected keyword argument(s) {unknown};"
+            f" it accepts {', '.join(f'{name}=' for name in accepted)}"
         )
-    return {key: kwargs[key] for key in _CALL_KWARGS if key in kwargs}
+    return {key: kwargs[key] for key in accepted if key in kwargs}
 
 
 def _to_document(doc: Document, hit: Hit) -> Document:
@@ -137,13 +155,47 @@ def _to_document(doc: Document, hit: Hit) -> Document:
 
 
 class _Store:
-    """A static store mapped once: its Documents, their keys and the Selector."""
+    """A static store mapped once: its Documents, their keys and the Selector.
+
+    ``source`` keeps the very field values it was built from, so that a
+    component whose fields changed without validation (``model_copy(update=...)``
+    copies the private store as is) is noticed and rebuilt, not served stale --
+    a stale store would keep the old tenant filter.
+    """
 
     def __init__(self, documents: Sequence[Document], selector_args: dict[str, Any]) -> None:
+        self.source = (documents, *selector_args.values())
         self.documents = list(documents)
         self.keys = {_doc_key(doc) for doc in self.documents}
         entries = [to_entry(doc.page_content, doc.metadata, doc.id) for doc in self.documents]
         self.selector = Selector(entries, **selector_args)
+
+    def built_from(self, documents: Sequence[Document], selector_args: dict[str, Any]) -> bool:
+        """True when built from exactly these field values (by identity)."""
+        current = (documents, *selector_args.values())
+        return len(current) == len(self.source) and all(
+            a is b for a, b in zip(current, self.source)
+        )
+
+
+def _merge(store: _Store, candidates: Sequence[Document]) -> tuple[list[Document], list[Any]]:
+    """The candidates that join the static store, as Documents and as entries.
+
+    Duplicates (of the store or of each other, by :func:`_doc_key`) are kept
+    once; a candidate's ``metadata["score"]`` becomes the entry key ``similarity``.
+    """
+    seen = set(store.keys)
+    extra: list[Document] = []
+    for doc in candidates:
+        key = _doc_key(doc)
+        if key not in seen:
+            seen.add(key)
+            extra.append(doc)
+    entries = [
+        to_entry(doc.page_content, doc.metadata, doc.id, similarity=_similarity(doc))
+        for doc in extra
+    ]
+    return extra, entries
 
 
 def _pool_split(
@@ -154,24 +206,24 @@ def _pool_split(
 ) -> list[Document]:
     """The one code path of both components: merge, map, select, map back.
 
-    ``candidates`` join the static store, minus duplicates (of the store or of
-    each other, by :func:`_doc_key`); a candidate's ``metadata["score"]``
-    becomes the entry key ``similarity``. The Selector orders and caps.
+    ``candidates`` join the static store (see :func:`_merge`). The Selector
+    filters (tenant), orders, caps, and checks the always tier.
     """
-    seen = set(store.keys)
-    extra: list[Document] = []
-    for doc in candidates:
-        key = _doc_key(doc)
-        if key not in seen:
-            seen.add(key)
-            extra.append(doc)
-    extra_entries = [
-        to_entry(doc.page_content, doc.metadata, doc.id, similarity=_similarity(doc))
-        for doc in extra
-    ]
+    extra, extra_entries = _merge(store, candidates)
     _, hits = store.selector.select(query, extra_entries, **(overrides or {}))
     documents = store.documents + extra if extra else store.documents
     return [_to_document(documents[hit.index], hit) for hit in hits]
+
+
+def _explain(
+    store: _Store,
+    query: str,
+    candidates: Sequence[Document] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> Explanation:
+    """The core's account of the call :func:`_pool_split` would make (same merge)."""
+    _, extra_entries = _merge(store, candidates)
+    return store.selector.explain(query, extra_entries, **(overrides or {}))
 
 
 def _selector_args(component: Any) -> dict[str, Any]:
@@ -179,7 +231,20 @@ def _selector_args(component: Any) -> dict[str, Any]:
     return {name: getattr(component, name) for name in _SELECTOR_FIELDS}
 
 
-_SELECTOR_FIELDS = ("pools", "context", "k", "scorer", "token_counter", "is_active", "now")
+def _current_store(component: Any, documents: Sequence[Document]) -> _Store:
+    """The component's mapped store, rebuilt first if its fields changed unvalidated."""
+    store: _Store = component._store
+    args = _selector_args(component)
+    if not store.built_from(documents, args):
+        store = _Store(documents, args)
+        component._store = store
+    return store
+
+
+_SELECTOR_FIELDS = (
+    "pools", "context", "k", "scorer", "token_counter", "is_active", "now",
+    "filter", "require_filter_keys", "max_always_tokens",
+)
 # Unknown init args are typos, not silently ignored; assigning a field rebuilds the store.
 _CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
@@ -230,8 +295,17 @@ class PoolSplitRetriever(BaseRetriever):
             by content and metadata, kept once); its run is traced as a child
             of ours. Always-scope ``documents`` load whatever it returns.
 
+        filter: dict | None
+            Tenant filter (equality on every key), applied before pool-split
+            to every document, always-scope included. See *Tenancy*.
+        require_filter_keys: tuple[str, ...]
+            Keys every call's filter must hold; a call lacking one is refused.
+        max_always_tokens: int | None
+            Always-tier ceiling; more raises ``AlwaysScopeOverflowError``.
+
         Unknown init args are refused. Assigning a field (``retriever.k = 2``)
-        is validated and rebuilds the mapped store.
+        is validated and rebuilds the mapped store; so does the first call
+        after ``model_copy(update=...)``, which skips validation.
 
     Instantiate:
         .. code-block:: python
@@ -267,7 +341,8 @@ class PoolSplitRetriever(BaseRetriever):
             print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
             # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
 
-            # Per-call context and cap: project=, tags=, k= (k counts contextual only).
+            # Per-call context, cap and filter: project=, tags=, k=, filter=
+            # (k counts contextual only).
             docs = retriever.invoke("release notes", k=1)
             print([d.id for d in docs])
             # ['c1', 't1']
@@ -299,6 +374,86 @@ class PoolSplitRetriever(BaseRetriever):
             # Memory:
             # Never force-push to main.
             # ...
+
+    Tenancy:
+        ``filter`` keeps only documents whose metadata equals every item of
+        it -- a document lacking a key does not match -- *before* pool-split,
+        always-scope corrections included: a correction written for one user
+        never loads for another. ``invoke(query, filter={...})`` replaces the
+        retriever's filter for that call (``filter=None`` removes it). With
+        ``require_filter_keys``, a call whose filter lacks one of those keys
+        is refused with a ``ValueError`` (fail closed, not open).
+        ``max_always_tokens`` caps the always tier: when the corrections that
+        pass the filter cost more, the call raises ``AlwaysScopeOverflowError``
+        (a ``ValueError``) naming them and their total, rather than drop one.
+        Without it, a warning on the ``"poolsplit"`` logger names the
+        corrections when they alone cost more than all pools' ``max_tokens``.
+
+        .. code-block:: python
+
+            from poolsplit_core import AlwaysScopeOverflowError
+
+            memories = [
+                Document(id="ana-fix", page_content="Answer Ana in Portuguese.",
+                         metadata={"user_id": "ana", "type": "correction",
+                                   "scope": "always"}),
+                Document(id="ana-t1", page_content="Ana ships the release notes on Friday.",
+                         metadata={"user_id": "ana", "type": "task", "base_priority": 8}),
+                Document(id="ana-t2",
+                         page_content="Ana drafts the migration guide for the next release.",
+                         metadata={"user_id": "ana", "type": "task"}),
+                Document(id="ben-t1", page_content="Ben reviews the release notes.",
+                         metadata={"user_id": "ben", "type": "task"}),
+                Document(id="shared", page_content="The release notes live in docs/releases.",
+                         metadata={"type": "note"}),  # no user_id: no tenant sees it
+            ]
+            tenants = PoolSplitRetriever(
+                documents=memories,
+                pools=[Pool("memory", max_tokens=15, max_entries=3)],
+                require_filter_keys=("user_id",),  # no user_id in the filter: refused
+                max_always_tokens=50,  # costlier corrections: an error, never a drop
+                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            )
+            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ana"})])
+            # ['ana-fix', 'ana-t1']
+            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ben"})])
+            # ['ben-t1']
+            try:
+                tenants.invoke("release notes")  # no filter: fail closed
+            except ValueError as err:
+                print(type(err).__name__, "user_id" in str(err))
+            # ValueError True
+
+            strict = tenants.model_copy(update={"max_always_tokens": 5})
+            try:
+                strict.invoke("release notes", filter={"user_id": "ana"})
+            except AlwaysScopeOverflowError as err:
+                print(err)
+            # always-scope entries cost 6 tokens, more than max_always_tokens=5: entry id='ana-fix'
+
+    Explain:
+        ``explain(query, **kwargs)`` takes ``invoke``'s context and filter
+        (``project=``, ``tags=``, ``filter=``; ``k`` is refused, see
+        :meth:`explain`) and returns the core's account of that call: a
+        record per document the filter kept -- its outcome (``always``,
+        ``selected``, ``inactive``, ``no_pool``, ``over_tokens``,
+        ``over_entries``), pool, score, cost and, for ``over_tokens``, the
+        tokens that were left -- and a ledger per pool. Other tenants'
+        documents get no record. The returned documents carry the same
+        account per document: ``poolsplit_pool``, ``poolsplit_score``,
+        ``poolsplit_always``.
+
+        .. code-block:: python
+
+            explanation = tenants.explain("release notes", filter={"user_id": "ana"})
+            for d in explanation.decisions:
+                print(d.entry["id"], d.outcome, d.cost, d.tokens_left)
+            # ana-fix always 6 None
+            # ana-t1 selected 9 None
+            # ana-t2 over_tokens 13 6
+            ledger = explanation.ledgers["memory"]
+            print(ledger.tokens_used, ledger.tokens_left, ledger.always_tokens)
+            # 9 6 6
     """
 
     model_config = _CONFIG
@@ -321,6 +476,12 @@ class PoolSplitRetriever(BaseRetriever):
     """Fixed clock for scoring; None means the current time."""
     base_retriever: BaseRetriever | None = None
     """Optional candidate source merged with ``documents`` on every query."""
+    filter: dict[str, Any] | None = None
+    """Tenant filter: equality on every key, before pool-split, always-scope included."""
+    require_filter_keys: tuple[str, ...] = ()
+    """Keys every call's filter must hold; a call lacking one is refused (ValueError)."""
+    max_always_tokens: int | None = None
+    """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
 
     _store: _Store = PrivateAttr()
 
@@ -339,6 +500,21 @@ class PoolSplitRetriever(BaseRetriever):
     def _validate_k(cls, value: Any) -> Any:
         return check_k(value)
 
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _validate_filter(cls, value: Any) -> Any:
+        return check_filter(value)
+
+    @field_validator("require_filter_keys", mode="before")
+    @classmethod
+    def _validate_require_filter_keys(cls, value: Any) -> Any:
+        return check_required_keys(value)
+
+    @field_validator("max_always_tokens", mode="before")
+    @classmethod
+    def _validate_max_always_tokens(cls, value: Any) -> Any:
+        return check_max_always_tokens(value)
+
     @model_validator(mode="after")
     def _build_store(self) -> Self:
         # Runs at construction and on every field assignment, so the mapped
@@ -354,19 +530,27 @@ class PoolSplitRetriever(BaseRetriever):
         Args:
             query: The query; it becomes ``context["message"]``.
             run_manager: The callback manager of this run.
-            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``.
+            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``, and
+                ``filter=`` (replaces the retriever's filter for this call;
+                ``None`` removes it unless keys are required).
 
         Returns:
             Always-scope documents of every pool first, then the contextual
             ones pool by pool, as new Documents with ``poolsplit_*`` metadata.
+
+        Raises:
+            ValueError: The call's filter lacks a key of ``require_filter_keys``.
+            AlwaysScopeOverflowError: The always-scope documents that pass the
+                filter cost more than ``max_always_tokens``.
         """
         overrides = _call_overrides(kwargs, type(self).__name__)
+        store = _current_store(self, self.documents)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = self.base_retriever.invoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
-        return _pool_split(self._store, query, candidates, overrides)
+        return _pool_split(store, query, candidates, overrides)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -376,18 +560,76 @@ class PoolSplitRetriever(BaseRetriever):
         Args:
             query: The query; it becomes ``context["message"]``.
             run_manager: The async callback manager of this run.
-            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``.
+            **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``, ``filter=``.
 
         Returns:
             The same documents :meth:`_get_relevant_documents` returns.
         """
         overrides = _call_overrides(kwargs, type(self).__name__)
+        store = _current_store(self, self.documents)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
-        return _pool_split(self._store, query, candidates, overrides)
+        return _pool_split(store, query, candidates, overrides)
+
+    def explain(self, query: str, **kwargs: Any) -> Explanation:
+        """The core's records and ledgers for the call ``invoke(query, **kwargs)`` makes.
+
+        One :class:`~poolsplit_core.poolsplit.Decision` per entry the call's
+        filter keeps (outcome, pool, score, cost, near miss, rank) and one
+        :class:`~poolsplit_core.poolsplit.Ledger` per pool. Entries the filter
+        rejects get no record: another tenant's entries are not even named.
+        ``Explanation.loaded()`` gives, per pool and in order, the documents
+        ``invoke`` returns for that pool.
+
+        Args:
+            query: The query; it becomes ``context["message"]``.
+            **kwargs: As for ``invoke``: ``project=``, ``tags=``, ``filter=``.
+                ``k`` is refused (``TypeError``): it only cuts ``invoke``'s
+                contextual documents after the core decides, each pool keeping
+                its first ones, so a capped ``invoke`` returns a prefix of
+                each pool's loaded records.
+
+        Returns:
+            The core's :class:`~poolsplit_core.poolsplit.Explanation`; a
+            Decision's ``entry`` is the mapped entry (its ``id`` is the
+            Document's) and its ``index`` counts ``documents`` then the
+            ``base_retriever`` candidates that joined.
+
+        Raises:
+            ValueError: The call's filter lacks a key of ``require_filter_keys``,
+                exactly as ``invoke`` would refuse it.
+
+        ``explain`` never raises :class:`AlwaysScopeOverflowError` and logs no
+        warning: it is where an overflow is read (each ledger's
+        ``always_tokens``). With a ``base_retriever``, it is invoked without
+        this run's callbacks, for the same candidates ``invoke`` merges.
+        """
+        overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
+        store = _current_store(self, self.documents)
+        candidates: list[Document] = []
+        if self.base_retriever is not None:
+            candidates = self.base_retriever.invoke(query)
+        return _explain(store, query, candidates, overrides)
+
+    async def aexplain(self, query: str, **kwargs: Any) -> Explanation:
+        """Async :meth:`explain`; awaits ``base_retriever.ainvoke``.
+
+        Args:
+            query: The query; it becomes ``context["message"]``.
+            **kwargs: As for :meth:`explain`.
+
+        Returns:
+            What :meth:`explain` returns.
+        """
+        overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
+        store = _current_store(self, self.documents)
+        candidates: list[Document] = []
+        if self.base_retriever is not None:
+            candidates = await self.base_retriever.ainvoke(query)
+        return _explain(store, query, candidates, overrides)
 
 
 # --------------------------------------------------------------------------
@@ -417,6 +659,14 @@ class PoolSplitCompressor(BaseDocumentCompressor):
             Documents that always join the candidates (mapped once, here).
         k, context, scorer, token_counter, is_active, now:
             As for :class:`PoolSplitRetriever`.
+        filter, require_filter_keys, max_always_tokens:
+            As for :class:`PoolSplitRetriever`, on the compressor only:
+            ``compress_documents`` takes no per-call filter (a
+            ``ContextualCompressionRetriever`` could not pass one). The filter
+            applies to ``pinned`` and to the candidates alike, so neither a
+            pinned correction nor a search hit of another tenant loads. For
+            several tenants, one compressor each (``pinned`` is mapped once
+            per compressor).
 
     Instantiate:
         .. code-block:: python
@@ -466,6 +716,12 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     """Which entries may load at all."""
     now: datetime | None = None
     """Fixed clock for scoring; None means the current time."""
+    filter: dict[str, Any] | None = None
+    """Tenant filter over ``pinned`` and the candidates alike, always-scope included."""
+    require_filter_keys: tuple[str, ...] = ()
+    """Keys ``filter`` must hold, else every call is refused (ValueError)."""
+    max_always_tokens: int | None = None
+    """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
 
     _store: _Store = PrivateAttr()
 
@@ -484,8 +740,31 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     def _validate_k(cls, value: Any) -> Any:
         return check_k(value)
 
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _validate_filter(cls, value: Any) -> Any:
+        return check_filter(value)
+
+    @field_validator("require_filter_keys", mode="before")
+    @classmethod
+    def _validate_require_filter_keys(cls, value: Any) -> Any:
+        return check_required_keys(value)
+
+    @field_validator("max_always_tokens", mode="before")
+    @classmethod
+    def _validate_max_always_tokens(cls, value: Any) -> Any:
+        return check_max_always_tokens(value)
+
     @model_validator(mode="after")
     def _build_store(self) -> Self:
+        # No per-call filter here, so a filter lacking a required key could
+        # never serve a call: refuse it now rather than on every call.
+        missing = [key for key in self.require_filter_keys if key not in (self.filter or {})]
+        if missing:
+            raise ValueError(
+                f"require_filter_keys needs {missing} in filter, got filter={self.filter!r}"
+                " (compress_documents takes no per-call filter)"
+            )
         self._store = _Store(self.pinned, _selector_args(self))
         return self
 
@@ -505,6 +784,11 @@ class PoolSplitCompressor(BaseDocumentCompressor):
         Returns:
             Always-scope documents first, then the contextual ones pool by
             pool, as new Documents with ``poolsplit_*`` metadata.
+
+        Raises:
+            ValueError: ``filter`` lacks a key of ``require_filter_keys``.
+            AlwaysScopeOverflowError: The always-scope documents that pass the
+                filter cost more than ``max_always_tokens``.
         """
         _check_documents(documents, "documents")
-        return _pool_split(self._store, query, documents)
+        return _pool_split(_current_store(self, self.pinned), query, documents)

@@ -522,7 +522,8 @@ def test_bad_arguments_fail_at_construction(kwargs: dict[str, Any], error: type,
 def test_fields_named_by_langchain_are_left_to_langchain() -> None:
     own = set(PoolSplitRetriever.model_fields) - set(BaseRetriever.model_fields)
     assert own == {"documents", "pools", "k", "context", "scorer", "token_counter",
-                   "is_active", "now", "base_retriever"}
+                   "is_active", "now", "base_retriever", "filter", "require_filter_keys",
+                   "max_always_tokens"}
     retriever = make_retriever(tags=["memory"], metadata={"team": "ops"})
     assert retriever.tags == ["memory"] and retriever.metadata == {"team": "ops"}
 
