@@ -290,7 +290,7 @@ class Selector:
         if missing:
             raise ValueError(
                 f"this retriever requires a filter on {missing}; the call's filter"
-                f" {dict(active or {})!r} lacks them (pass filter={{...}} with those keys)"
+                f" {dict(active or {})!r} lacks them"
             )
         return build_context(self.context, message, **overrides), matcher(active)
 
