@@ -361,3 +361,19 @@ def check_max_always_tokens(value: Any) -> int | None:
     if value < 0:
         raise ValueError(f"max_always_tokens must be >= 0, got {value}")
     return value
+
+
+#: The options every adapter component shares, and how each is checked: one
+#: pydantic ``field_validator(*OPTION_CHECKS)`` per component calls :func:`check_option`.
+OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "pools": check_pools_arg,
+    "k": check_k,
+    "filter": check_filter,
+    "require_filter_keys": check_required_keys,
+    "max_always_tokens": check_max_always_tokens,
+}
+
+
+def check_option(name: str | None, value: Any) -> Any:
+    """Check the shared option ``name`` (a pydantic validator's ``info.field_name``)."""
+    return OPTION_CHECKS[name or ""](value)

@@ -45,7 +45,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
 from poolsplit_core.poolsplit import (
@@ -56,13 +63,10 @@ from poolsplit_core.poolsplit import (
     default_token_counter,
 )
 from poolsplit_integrations._entries import (
+    OPTION_CHECKS,
     Hit,
     Selector,
-    check_filter,
-    check_k,
-    check_max_always_tokens,
-    check_pools_arg,
-    check_required_keys,
+    check_option,
     result_metadata,
     to_entry,
 )
@@ -485,35 +489,15 @@ class PoolSplitRetriever(BaseRetriever):
 
     _store: _Store = PrivateAttr()
 
+    @field_validator(*OPTION_CHECKS, mode="before")
+    @classmethod
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
+
     @field_validator("documents", mode="before")
     @classmethod
     def _validate_documents(cls, value: Any) -> Any:
         return _check_documents(value, "documents")
-
-    @field_validator("pools", mode="before")
-    @classmethod
-    def _validate_pools(cls, value: Any) -> Any:
-        return check_pools_arg(value)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _validate_k(cls, value: Any) -> Any:
-        return check_k(value)
-
-    @field_validator("filter", mode="before")
-    @classmethod
-    def _validate_filter(cls, value: Any) -> Any:
-        return check_filter(value)
-
-    @field_validator("require_filter_keys", mode="before")
-    @classmethod
-    def _validate_require_filter_keys(cls, value: Any) -> Any:
-        return check_required_keys(value)
-
-    @field_validator("max_always_tokens", mode="before")
-    @classmethod
-    def _validate_max_always_tokens(cls, value: Any) -> Any:
-        return check_max_always_tokens(value)
 
     @model_validator(mode="after")
     def _build_store(self) -> Self:
@@ -725,35 +709,15 @@ class PoolSplitCompressor(BaseDocumentCompressor):
 
     _store: _Store = PrivateAttr()
 
+    @field_validator(*OPTION_CHECKS, mode="before")
+    @classmethod
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
+
     @field_validator("pinned", mode="before")
     @classmethod
     def _validate_pinned(cls, value: Any) -> Any:
         return _check_documents(value, "pinned")
-
-    @field_validator("pools", mode="before")
-    @classmethod
-    def _validate_pools(cls, value: Any) -> Any:
-        return check_pools_arg(value)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _validate_k(cls, value: Any) -> Any:
-        return check_k(value)
-
-    @field_validator("filter", mode="before")
-    @classmethod
-    def _validate_filter(cls, value: Any) -> Any:
-        return check_filter(value)
-
-    @field_validator("require_filter_keys", mode="before")
-    @classmethod
-    def _validate_require_filter_keys(cls, value: Any) -> Any:
-        return check_required_keys(value)
-
-    @field_validator("max_always_tokens", mode="before")
-    @classmethod
-    def _validate_max_always_tokens(cls, value: Any) -> Any:
-        return check_max_always_tokens(value)
 
     @model_validator(mode="after")
     def _build_store(self) -> Self:

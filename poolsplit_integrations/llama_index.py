@@ -62,7 +62,12 @@ require("llama_index.core", "llamaindex")
 
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator  # noqa: E402
+from llama_index.core.bridge.pydantic import (  # noqa: E402
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+)
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
 from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
@@ -85,14 +90,11 @@ from poolsplit_core.poolsplit import (  # noqa: E402
     default_token_counter,
 )
 from poolsplit_integrations._entries import (  # noqa: E402
+    OPTION_CHECKS,
     RESULT_KEYS,
     Hit,
     Selector,
-    check_filter,
-    check_k,
-    check_max_always_tokens,
-    check_pools_arg,
-    check_required_keys,
+    check_option,
     result_metadata,
     to_entry,
 )
@@ -610,30 +612,10 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     _selector: Selector | None = PrivateAttr(default=None)
     _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
 
-    @field_validator("pools", mode="before")
+    @field_validator(*OPTION_CHECKS, mode="before")
     @classmethod
-    def _check_pools(cls, value: Any) -> list[Pool]:
-        return check_pools_arg(value)
-
-    @field_validator("k")
-    @classmethod
-    def _check_k(cls, value: Any) -> int | None:
-        return check_k(value)
-
-    @field_validator("filter", mode="before")
-    @classmethod
-    def _check_filter(cls, value: Any) -> dict[str, Any] | None:
-        return check_filter(value)
-
-    @field_validator("require_filter_keys", mode="before")
-    @classmethod
-    def _check_required_keys(cls, value: Any) -> tuple[str, ...]:
-        return check_required_keys(value)
-
-    @field_validator("max_always_tokens", mode="before")
-    @classmethod
-    def _check_max_always_tokens(cls, value: Any) -> int | None:
-        return check_max_always_tokens(value)
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
 
     @classmethod
     def class_name(cls) -> str:
@@ -757,30 +739,10 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
     )
     corrections_heading: str = Field(default=CORRECTIONS_HEADING)
 
-    @field_validator("pools", mode="before")
+    @field_validator(*OPTION_CHECKS, mode="before")
     @classmethod
-    def _check_pools(cls, value: Any) -> list[Pool]:
-        return check_pools_arg(value)
-
-    @field_validator("k")
-    @classmethod
-    def _check_k(cls, value: Any) -> int | None:
-        return check_k(value)
-
-    @field_validator("filter", mode="before")
-    @classmethod
-    def _check_filter(cls, value: Any) -> dict[str, Any] | None:
-        return check_filter(value)
-
-    @field_validator("require_filter_keys", mode="before")
-    @classmethod
-    def _check_required_keys(cls, value: Any) -> tuple[str, ...]:
-        return check_required_keys(value)
-
-    @field_validator("max_always_tokens", mode="before")
-    @classmethod
-    def _check_max_always_tokens(cls, value: Any) -> int | None:
-        return check_max_always_tokens(value)
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
 
     @field_validator("store", mode="before")
     @classmethod
