@@ -228,7 +228,9 @@ def retrieve(
 
     The returned dicts are the input objects themselves; nothing is mutated.
     A scorer is called as ``scorer(entry, context, now=now)`` (without
-    ``now`` when it takes no such parameter) and must return a finite number.
+    ``now`` when it takes no such parameter) and must return a finite number;
+    ``now`` is the call's instant, read once per call (the current UTC time
+    when ``now=None``), so every entry is scored at the same moment.
     """
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
@@ -377,7 +379,10 @@ def explain_pools(
     One :class:`Decision` per input entry, in input order, and one
     :class:`Ledger` per pool. The loaded entries, per pool and in load order
     (:meth:`Explanation.loaded`), are exactly what :func:`retrieve_pools`
-    returns for the same arguments.
+    returns for the same arguments. To account for every token it measures
+    every entry a pool considered, always-scope ones and those the fill
+    never reached included, so a ``token_counter`` that fails on such an
+    entry raises here where :func:`retrieve_pools` would not have asked.
     """
     checked = _check_pools(pools)
     call = _Call(entries, context, scorer, token_counter, is_active, now)
@@ -929,10 +934,11 @@ _STOPWORDS = frozenset(
     " more very just over only".split()
 )
 _DAY_SECONDS = 86400.0
+# ISO-8601 digits are ASCII: a timestamp in other digits is unparseable (0 days).
 _ISO = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})"
-    r"(?:[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?)?"
-    r"\s*(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
+    r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?)?"
+    r"\s*(?:([Zz])|([+-])([0-9]{2})(?::?([0-9]{2}))?)?"
 )
 
 
@@ -1161,6 +1167,11 @@ def _tag_set(value: Any, what: str) -> FrozenSet[str]:
         return frozenset(value)
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"{what} must be a str or an iterable of str, got {type(value).__name__}")
+    if iter(value) is value:  # a generator would be used up: the next call would differ
+        raise TypeError(
+            f"{what} must be a str or a collection of str (list, tuple, set),"
+            f" got a one-shot {type(value).__name__}"
+        )
     tags = tuple(value)
     for tag in tags:
         if not isinstance(tag, str):

@@ -40,12 +40,12 @@ STOPWORDS = frozenset(
     """.split()
 )
 
-# \d, like the core: it also matches non-ASCII decimal digits ("\u0662\u0660\u0662\u0666-...")
-# that int() reads, where datetime.fromisoformat refuses them.
+# ISO-8601 digits are ASCII: "\u0662\u0660\u0662\u0666-..." is unparseable, as for
+# datetime.fromisoformat.
 ISO_TIMESTAMP = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})"
-    r"(?:[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?)?"
-    r"\s*(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)?"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
+    r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?)?"
+    r"\s*(?:[Zz]|([+-])([0-9]{2})(?::?([0-9]{2}))?)?"
 )
 
 

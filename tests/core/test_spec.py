@@ -225,7 +225,10 @@ def test_default_scorer_future_timestamp_counts_as_zero_days():
 
 
 @pytest.mark.parametrize("created", [None, "", "yesterday", "2026-02-30", "2026-13-01",
-                                     "2026-04-01T25:00", "2026/01/01", 20260101, ["2026"]])
+                                     "2026-04-01T25:00", "2026/01/01", 20260101, ["2026"],
+                                     "2025-01-01T00:00:60Z", "2025-01-01T00:00:00+24:00",
+                                     "\u0662\u0660\u0662\u0665-\u0660\u0661-\u0660\u0661",
+                                     "\uff12\uff10\uff12\uff15-01-01"])
 def test_default_scorer_missing_or_unparseable_created_counts_as_zero_days(created):
     assert score({"created": created}) == 5.0
 
@@ -387,6 +390,12 @@ def test_default_scorer_base_priority_not_a_number_is_a_value_error_naming_the_e
 def test_default_scorer_entry_tags_not_iterable_is_a_type_error():
     with pytest.raises(TypeError, match="tags"):
         retrieve([{"id": "t", "tags": 5}], EVERYTHING, now=NOW)
+
+
+def test_default_scorer_one_shot_iterator_tags_are_a_type_error_naming_the_entry():
+    # A generator would be used up by the first call and silently differ on the next.
+    with pytest.raises(TypeError, match=r"entry id='t'.*one-shot"):
+        retrieve([{"id": "t", "tags": (tag for tag in ["db"])}], EVERYTHING, now=NOW)
 
 
 def test_default_scorer_ranks_and_retrieve_follows_it():
