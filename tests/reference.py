@@ -148,8 +148,10 @@ def takes_now(fn):
                                            and p.kind is not p.VAR_POSITIONAL) for p in params)
 
 
-def call_scorer(scorer, entry, context, now):
-    value = scorer(entry, context, now=now) if takes_now(scorer) else scorer(entry, context)
+def call_scorer(scorer, entry, context, now, with_now=None):
+    if with_now is None:
+        with_now = takes_now(scorer)
+    value = scorer(entry, context, now=now) if with_now else scorer(entry, context)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"scorer returned a non-number: {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -175,8 +177,8 @@ def sort_text(value):
     return value if isinstance(value, str) else str(value)
 
 
-def sort_key(entry, index, context, now, scorer):
-    score = call_scorer(scorer, entry, context, now)
+def sort_key(entry, index, context, now, scorer, with_now=None):
+    score = call_scorer(scorer, entry, context, now, with_now)
     return (-score, sort_text(entry.get("created")), sort_text(entry.get("id")), index)
 
 
@@ -192,7 +194,9 @@ def ref_retrieve(entries, pool, context=None, *, scorer=None, token_counter=None
     mine = [(i, e) for i, e in active if pool.types is None or e.get("type", "note") in pool.types]
     always = [e for _, e in mine if e.get("scope") == "always"]
     contextual = [(i, e) for i, e in mine if e.get("scope") != "always"]
-    ranked = sorted(contextual, key=lambda ie: sort_key(ie[1], ie[0], context, now, scorer))
+    with_now = takes_now(scorer)  # the scorer's signature, read once per call
+    ranked = sorted(contextual,
+                    key=lambda ie: sort_key(ie[1], ie[0], context, now, scorer, with_now))
 
     picked = []
     tokens_left = pool.max_tokens
