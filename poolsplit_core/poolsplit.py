@@ -997,11 +997,13 @@ class _Call:
         self.context = context
         self.query = _Query.from_context(context)
         self.now = _utc_now(now)
+        self.now_us = _epoch_us(self.now)
         self.scorer = scorer
         self.scorer_takes_now = scorer is default_scorer or _takes_now(scorer)
         self.token_counter = token_counter
         self.active = [i for i, entry in enumerate(self.entries) if is_active(entry)]
         self.scores: Dict[int, Any] = {}
+        self.partial_scores: Dict[int, float] = {}
         self.costs: Dict[int, int] = {}
 
     def fill(
@@ -1011,18 +1013,27 @@ class _Call:
         trace: Optional[Dict[int, Decision]] = None,
         ledgers: Optional[Dict[str, Ledger]] = None,
     ) -> List[Any]:
-        """Fill one pool; with ``trace``, record a Decision per entry considered."""
+        """Fill one pool; with ``trace``, record a Decision per entry considered.
+
+        Without a trace, the default scorer's message factor (the costly part,
+        at most x 2.5) is computed only for entries that can still win: each
+        enters the heap as a bound ``(-bound, "", "", -1, i)`` that sorts
+        before real keys of an equal score, and is scored exactly when popped.
+        """
+        lazy = trace is None and self.scorer is default_scorer and bool(self.query.words)
         always: List[int] = []
-        contextual: List[Tuple[Any, str, str, int]] = []
+        contextual: List[Tuple[Any, ...]] = []
         for i in self.active:
             entry = self.entries[i]
             if id(entry) in taken or not pool.accepts(entry.get("type", "note")):
                 continue
             if entry.get("scope") == "always":
                 always.append(i)
+            elif lazy:
+                partial = self.partial_score(i)
+                contextual.append((-(partial * 2.5 if partial > 0 else partial), "", "", -1, i))
             else:
-                contextual.append((-self.score(i), _sort_text(entry, "created"),
-                                   _sort_text(entry, "id"), i))
+                contextual.append(self.key(i))
 
         # THE INVARIANT: always-scope entries load first and unconditionally.
         # They are outside max_tokens and max_entries, so no amount of fresh,
@@ -1033,8 +1044,13 @@ class _Call:
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         skipped: List[Tuple[int, int]] = []  # (index, tokens left at its turn)
         while contextual and slots_left > 0 and tokens_left > 0:
-            i = heapq.heappop(contextual)[3]
+            item = heapq.heappop(contextual)
+            i = item[-1]
             cost = self.cost(i)
+            if len(item) == 5:  # a bound: score exactly, unless it can never fit
+                if cost <= tokens_left:
+                    heapq.heappush(contextual, self.key(i))
+                continue
             if cost <= tokens_left:
                 picked.append(self.entries[i])
                 tokens_left -= cost
@@ -1053,7 +1069,7 @@ class _Call:
             # The scan ended early: the cap was reached, or no token is left.
             late = "over_entries" if slots_left == 0 else "over_tokens"
             for key in contextual:
-                trace[key[3]] = self.decision(key[3], late, pool, tokens_left=(
+                trace[key[-1]] = self.decision(key[-1], late, pool, tokens_left=(
                     tokens_left if late == "over_tokens" else None))
             ledgers[pool.name] = Ledger(
                 pool.name, pool.max_tokens, pool.max_entries,
@@ -1071,12 +1087,28 @@ class _Call:
         return Decision(self.entries[i], i, outcome, pool.name, score=self.score(i),
                         cost=self.cost(i), tokens_left=tokens_left, rank=rank)
 
+    def key(self, i: int) -> Tuple[Any, str, str, int]:
+        entry = self.entries[i]
+        return (-self.score(i), _sort_text(entry, "created"), _sort_text(entry, "id"), i)
+
+    def partial_score(self, i: int) -> float:
+        """The default score without its message factor (validated once)."""
+        if i not in self.partial_scores:
+            entry = self.entries[i]
+            label = _label(entry, i)
+            tags = _tag_set(entry.get("tags"), f"{label}: tags")
+            value = _before_message(_base_priority(entry, label), _time_us(entry.get("created")),
+                                    tags, entry.get("project"), self.query, self.now_us)
+            self.partial_scores[i] = _check_score(value, label)
+        return self.partial_scores[i]
+
     def score(self, i: int) -> Any:
         if i not in self.scores:
             entry = self.entries[i]
             label = _label(entry, i)
             if self.scorer is default_scorer:
-                value: Any = _default_score(entry, self.query, self.now, label)
+                shared = _shared_words(_content(entry), self.query) if self.query.words else 0
+                value: Any = _with_message(self.partial_score(i), shared, self.query)
             elif self.scorer_takes_now:
                 value = self.scorer(entry, self.context, now=self.now)
             else:
@@ -1125,12 +1157,30 @@ def _combine(
     Times are integer microseconds since the epoch: ``delta_us / 1_000_000``
     is exactly ``timedelta.total_seconds()``.
     """
+    return _with_message(_before_message(base, created_us, tags, project, query, now_us),
+                         shared_words, query)
+
+
+def _before_message(
+    base: float,
+    created_us: Optional[int],
+    tags: Collection[str],
+    project: Any,
+    query: _Query,
+    now_us: int,
+) -> float:
+    """Every factor but the message overlap, which comes last (at most x 2.5)."""
     days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000 / _DAY_SECONDS)
     score = base * max(0.3, 1.0 - 0.7 * days / 90)
     if tags:
         score *= 1 + 0.5 * sum(1 for tag in tags if tag in query.tags) / len(tags)
     if project is not None:
         score *= 1.5 if project == query.project else 0.5
+    return score
+
+
+def _with_message(score: float, shared_words: int, query: _Query) -> float:
+    """The last factor: ``x (1 + 1.5 * overlap)`` when overlap > 0.15."""
     if query.words:
         overlap = shared_words / len(query.words)
         if overlap > 0.15:
