@@ -54,7 +54,6 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
-    cast,
 )
 
 __version__ = "0.1.0"
@@ -513,8 +512,11 @@ class PreparedStore:
         now: Optional[datetime] = None,
     ) -> Dict[str, List[Mapping[str, Any]]]:
         """What :func:`retrieve_pools` gives over the stored entries."""
-        decided = self.decide(pools, context, scorer=scorer, now=now)
-        return {name: [d.entry for d in picked] for name, picked in decided.items()}
+        if scorer is not default_scorer:
+            decided = self.decide(pools, context, scorer=scorer, now=now)
+            return {name: [d.entry for d in picked] for name, picked in decided.items()}
+        entries, picks = self._picks(_check_pools(pools), context, now, [], None)
+        return {name: [entries[pick[0]] for pick in picked] for name, picked in picks.items()}
 
     def explain_pools(
         self,
@@ -560,12 +562,30 @@ class PreparedStore:
         """
         checked = _check_pools(pools)
         extra = _check_entries(extra)
+        if scorer is not default_scorer:
+            with self._lock:
+                entries = self._index.entries + extra if extra else self._index.entries
+            return self._stateless(entries, checked, context, scorer, now, include).loaded()
+        entries, picks = self._picks(checked, context, now, extra, include)
+        return {
+            name: [Decision(entries[i], i, outcome, name, score=score, cost=cost, rank=rank)
+                   for i, outcome, score, cost, rank in picked]
+            for name, picked in picks.items()
+        }
+
+    def _picks(
+        self,
+        pools: List[Pool],
+        context: Optional[Mapping[str, Any]],
+        now: Optional[datetime],
+        extra: List[Mapping[str, Any]],
+        include: Optional[Callable[[Mapping[str, Any]], bool]],
+    ) -> Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]]]:
+        """The default-scorer walk; returns the entries it indexed into."""
         with self._lock:  # a query never sees an add half done
             index = self._index
             entries = index.entries + extra if extra else index.entries
-            if scorer is default_scorer:
-                return _PreparedQuery(index, entries, context, now, include).run(checked)
-        return self._stateless(entries, checked, context, scorer, now, include).loaded()
+            return entries, _PreparedQuery(index, entries, context, now, include).run(pools)
 
     def _stateless(
         self,
@@ -594,12 +614,13 @@ _UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as new
 
 
 class _Facts:
-    """What the prepared path keeps of one active entry."""
+    """What the prepared path keeps of one active entry (:data:`_INACTIVE` for the rest)."""
 
-    __slots__ = ("always", "base", "cost", "created_us", "group", "sort_key", "tags",
+    __slots__ = ("active", "always", "base", "cost", "created_us", "group", "sort_key", "tags",
                  "type", "words")
 
     def __init__(self, entry: Mapping[str, Any], i: int, token_counter: TokenCounter) -> None:
+        self.active = True
         self.type: Any = entry.get("type", "note")
         self.always = entry.get("scope") == "always"
         self.cost = _cost(entry, i, token_counter)
@@ -632,13 +653,20 @@ class _Facts:
         return _UNDATED if self.created_us is None else -self.created_us
 
 
+#: The facts of every inactive entry: nothing loads it.
+_INACTIVE = _Facts.__new__(_Facts)
+_INACTIVE.active, _INACTIVE.always, _INACTIVE.type, _INACTIVE.cost = False, False, None, 0
+_INACTIVE.group, _INACTIVE.base, _INACTIVE.created_us = None, 0.0, None
+_INACTIVE.sort_key, _INACTIVE.tags, _INACTIVE.words = ("", ""), (), ()
+
+
 class _Index:
     """The prepared data of a PreparedStore."""
 
     def __init__(self, token_counter: TokenCounter, is_active: ActivityTest) -> None:
         self.token_counter, self.is_active = token_counter, is_active
         self.entries: List[Mapping[str, Any]] = []
-        self.facts: List[Optional[_Facts]] = []  # None: inactive
+        self.facts: List[_Facts] = []
         self.always: List[int] = []
         self.irregular: List[int] = []
         self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
@@ -649,14 +677,14 @@ class _Index:
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
         self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
 
-    def append(self, entry: Mapping[str, Any]) -> Optional[_Facts]:
+    def append(self, entry: Mapping[str, Any]) -> _Facts:
         """Record an entry; lists are left unsorted until :meth:`sort`."""
         i = len(self.entries)
         self.entries.append(entry)
-        facts = _Facts(entry, i, self.token_counter) if self.is_active(entry) else None
+        facts = _Facts(entry, i, self.token_counter) if self.is_active(entry) else _INACTIVE
         self.facts.append(facts)
-        if facts is None:
-            return None
+        if not facts.active:
+            return facts
         if facts.always:
             self.always.append(i)
         elif facts.group is None:
@@ -677,7 +705,7 @@ class _Index:
 
     def sort(self) -> None:
         """Order every list newest first (a bulk build sorts once, at the end)."""
-        key = [_UNDATED if f is None else f.time_key for f in self.facts].__getitem__
+        key = [f.time_key for f in self.facts].__getitem__
         for members in self.groups.values():
             members.sort(key=key)
         for by in (self.by_word, self.by_tag):
@@ -687,13 +715,13 @@ class _Index:
         self.min_cost = {g: self.suffix_min(members) for g, members in self.groups.items()}
 
     def time_key(self, i: int) -> int:
-        return cast(_Facts, self.facts[i]).time_key
+        return self.facts[i].time_key
 
     def suffix_min(self, members: List[int]) -> List[int]:
         out = [0] * len(members)
         low = None
         for j in range(len(members) - 1, -1, -1):
-            cost = cast(_Facts, self.facts[members[j]]).cost
+            cost = self.facts[members[j]].cost
             low = cost if low is None or cost < low else low
             out[j] = low
         return out
@@ -701,7 +729,7 @@ class _Index:
     def insert(self, entry: Mapping[str, Any]) -> None:
         """Add one entry in place, keeping every list in order."""
         facts = self.append(entry)
-        if facts is None or facts.always or facts.group is None:
+        if not facts.active or facts.always or facts.group is None:
             return
         i = len(self.entries) - 1
         key = self.time_key
@@ -740,14 +768,16 @@ class _PreparedQuery:
     """One default-scorer query over a prepared index: a best-first walk with bounds.
 
     The heap holds real candidates ``(-score, created, id, index)`` and
-    stream markers ``(-bound, "", "", -1, stream)``. A marker's bound is at
-    least the score of every entry its stream still owes, and it sorts before
-    real keys of an equal score; so a real candidate pops only when no
-    unvisited entry can beat it -- the fill order is the stateless one.
-    Streams: each group newest first (its bound is the next entry's exact
-    plain score), and per (type, project) each message word and context tag,
-    newest first (bounded by the top priority there times the largest tag
-    and message factors).
+    markers ``(-bound, "", "", kind, n)``. A marker's bound is at least the
+    score of every entry it still stands for, and it sorts before real keys
+    of an equal score; so a real candidate pops only when no unvisited entry
+    can beat it -- the fill order is the stateless one. Streams: each group
+    newest first (its bound is the next entry's exact plain score), and per
+    (type, project) each message word and context tag, newest first (the top
+    priority there times the largest tag and message factors). Streams start
+    lazily, in the order of a bound that holds before any entry is read
+    (recency at most 1), behind one activation marker (kind -2); a started
+    stream has its own marker (kind -1).
     """
 
     def __init__(
@@ -764,41 +794,36 @@ class _PreparedQuery:
         self.now_us = _epoch_us(self.now)
         self.facts = index.facts
         stored = len(index.entries)
-        if len(entries) > stored:  # this query's extras
+        extras = range(stored, len(entries))
+        if extras:  # this query's extras
             self.facts = index.facts + [
                 _Facts(entries[i], i, index.token_counter)
-                if index.is_active(entries[i]) else None
-                for i in range(stored, len(entries))
+                if index.is_active(entries[i]) else _INACTIVE for i in extras
             ]
+        facts = self.facts
         self.exact = list(index.irregular) + [
-            i for i in range(stored, len(entries))
-            if self.facts[i] is not None and not _facts(self.facts, i).always
-        ]
-        self.extra_always = [
-            i for i in range(stored, len(entries))
-            if self.facts[i] is not None and _facts(self.facts, i).always
-        ]
+            i for i in extras if facts[i].active and not facts[i].always]
         self.always_by_type: Dict[Any, List[int]] = {}
-        for i in index.always + self.extra_always:
-            self.always_by_type.setdefault(_facts(self.facts, i).type, []).append(i)
+        for i in index.always + [i for i in extras if facts[i].always]:
+            self.always_by_type.setdefault(facts[i].type, []).append(i)
         query = self.query
         self.tag_max = 1.5 if query.tags else 1.0
         self.msg_max = 2.5 if query.words else 1.0
         self.scores: Dict[int, float] = {}
 
-    def run(self, pools: List[Pool]) -> Dict[str, List[Decision]]:
+    def run(self, pools: List[Pool]) -> Dict[str, List[_Pick]]:
         taken: Set[int] = set()
-        out: Dict[str, List[Decision]] = {}
+        out: Dict[str, List[_Pick]] = {}
         for pool in pools:
             picked = self.fill(pool, taken)
-            taken.update(id(d.entry) for d in picked)
+            taken.update(id(self.entries[pick[0]]) for pick in picked)
             out[pool.name] = picked
         return out
 
     def usable(self, i: int, pool: Pool, taken: AbstractSet[int]) -> bool:
         facts = self.facts[i]
         entry = self.entries[i]
-        return (facts is not None and pool.accepts(facts.type) and id(entry) not in taken
+        return (facts.active and pool.accepts(facts.type) and id(entry) not in taken
                 and (self.include is None or bool(self.include(entry))))
 
     def rec(self, created_us: Optional[int]) -> float:
@@ -808,7 +833,7 @@ class _PreparedQuery:
 
     def score(self, i: int) -> float:
         if i not in self.scores:
-            facts = _facts(self.facts, i)
+            facts = self.facts[i]
             group = facts.group
             if group is not None:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
@@ -823,42 +848,40 @@ class _PreparedQuery:
                 self.scores[i] = _check_score(value, label)
         return self.scores[i]
 
-    def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[Decision]:
-        entries, facts, index = self.entries, self.facts, self.index
-        always = [i for entry_type, members in self.always_by_type.items()
-                  if pool.accepts(entry_type) for i in members]
-        always = [i for i in sorted(always) if self.usable(i, pool, taken)]
+    def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[_Pick]:
+        facts, include = self.facts, self.include
+        always = sorted(i for entry_type, members in self.always_by_type.items()
+                        if pool.accepts(entry_type) for i in members)
+        if taken or include is not None:
+            always = [i for i in always if self.usable(i, pool, taken)]
 
         # THE INVARIANT, as in the stateless path: always-scope first, unbudgeted.
-        picked = [Decision(entries[i], i, "always", pool.name,
-                           cost=_facts(facts, i).cost, rank=rank)
-                  for rank, i in enumerate(always)]
+        picked: List[_Pick] = [(i, "always", None, facts[i].cost, rank)
+                               for rank, i in enumerate(always)]
 
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        seen: Set[int] = set()
+        if slots_left == 0 or tokens_left == 0:
+            return picked
         heap: List[Tuple[Any, ...]] = [
-            self.key(i) for i in self.exact if self.usable(i, pool, taken)
-        ]
-        streams: List[Tuple[List[int], Optional[Tuple[Any, float, Any]], int]] = []
-        for group, members in index.groups.items():
-            if pool.accepts(group[0]):
-                streams.append((members, group, len(streams)))
-        for kind, top in index.max_base.items():
-            if not pool.accepts(kind[0]):
-                continue
-            for by, items in ((index.by_word, self.query.words), (index.by_tag, self.query.tags)):
-                lists = by.get(kind, {})
-                for word in items:
-                    if word in lists:
-                        streams.append((lists[word], (kind[0], top, kind[1]), -1))
+            self.key(i) for i in self.exact if self.usable(i, pool, taken)]
+        streams, ceilings = self.streams(pool)
+        order = sorted(range(len(streams)), key=ceilings.__getitem__, reverse=True)
+        if order:
+            heap.append((-ceilings[order[0]], "", "", -2, 0))
         cursor = [0] * len(streams)
-        for s in range(len(streams)):
-            self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
+        seen: Set[int] = set()
         heapq.heapify(heap)
         while heap and slots_left > 0 and tokens_left > 0:
-            top_item = heapq.heappop(heap)
-            if len(top_item) == 5:  # a stream's marker: visit its next entry
-                s = top_item[4]
+            item = heapq.heappop(heap)
+            if len(item) == 5:
+                if item[3] == -2:  # start the next stream, and stand for the rest
+                    at = item[4]
+                    self.push_marker(heap, streams, cursor, order[at], pool, taken,
+                                     tokens_left, seen)
+                    if at + 1 < len(order):
+                        heapq.heappush(heap, (-ceilings[order[at + 1]], "", "", -2, at + 1))
+                    continue
+                s = item[4]  # a started stream: visit its next entry
                 i = streams[s][0][cursor[s]]
                 cursor[s] += 1
                 if i not in seen and self.visitable(i, pool, taken, tokens_left):
@@ -866,32 +889,55 @@ class _PreparedQuery:
                     heapq.heappush(heap, self.key(i))
                 self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
                 continue
-            i = top_item[3]
-            cost = _facts(facts, i).cost
+            i = item[3]
+            cost = facts[i].cost
             if cost <= tokens_left:
-                picked.append(Decision(entries[i], i, "selected", pool.name,
-                                       score=self.score(i), cost=cost, rank=len(picked)))
+                picked.append((i, "selected", self.scores[i], cost, len(picked)))
                 tokens_left -= cost
                 slots_left -= 1
         return picked
 
+    def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
+        """The pool's streams, and for each a bound that holds before it is read."""
+        index, query = self.index, self.query
+        streams: List[_Stream] = []
+        ceilings: List[float] = []
+        for group, members in index.groups.items():
+            if pool.accepts(group[0]):
+                streams.append((members, group, True))
+                ceiling = group[1]  # recency is at most 1
+                if group[2] is not None:
+                    ceiling *= 1.5 if group[2] == query.project else 0.5
+                ceilings.append(ceiling)
+        for kind, top in index.max_base.items():
+            if not pool.accepts(kind[0]):
+                continue
+            project_factor = 1.0 if kind[1] is None else (
+                1.5 if kind[1] == query.project else 0.5)
+            ceiling = top * self.tag_max * project_factor * self.msg_max
+            for by, items in ((index.by_word, query.words), (index.by_tag, query.tags)):
+                lists = by.get(kind, {})
+                for word in items:
+                    if word in lists:
+                        streams.append((lists[word], (kind[0], top, kind[1]), False))
+                        ceilings.append(ceiling)
+        return streams, ceilings
+
     def key(self, i: int) -> Tuple[Any, str, str, int]:
-        sort_key = _facts(self.facts, i).sort_key
+        sort_key = self.facts[i].sort_key
         return (-self.score(i), sort_key[0], sort_key[1], i)
 
     def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
         # An entry that cannot fit now never will: tokens only decrease.
-        return _facts(self.facts, i).cost <= tokens_left and self.usable(i, pool, taken)
+        return self.facts[i].cost <= tokens_left and self.usable(i, pool, taken)
 
-    def push_marker(self, heap: List[Tuple[Any, ...]],
-                    streams: List[Tuple[List[int], Optional[Tuple[Any, float, Any]], int]],
+    def push_marker(self, heap: List[Tuple[Any, ...]], streams: List[_Stream],
                     cursor: List[int], s: int, pool: Pool, taken: AbstractSet[int],
                     tokens_left: int, seen: AbstractSet[int]) -> None:
         """Push a marker bounding what stream ``s`` still owes, after skipping dead entries."""
         members, group, is_group = streams[s]
-        assert group is not None
         at = cursor[s]
-        low = self.index.min_cost.get(group) if is_group >= 0 else None
+        low = self.index.min_cost.get(group) if is_group else None
         while at < len(members):
             if low is not None and low[at] > tokens_left:
                 at = len(members)  # nothing left in this group can fit
@@ -905,19 +951,20 @@ class _PreparedQuery:
             return
         # The scorer's factors in its order: for a group the next entry's exact
         # plain score, for a word or tag list the largest tag and message factors.
-        bound = group[1] * self.rec(_facts(self.facts, members[at]).created_us)
-        if is_group < 0:
+        bound = group[1] * self.rec(self.facts[members[at]].created_us)
+        if not is_group:
             bound *= self.tag_max
         if group[2] is not None:
             bound *= 1.5 if group[2] == self.query.project else 0.5
-        if is_group < 0:
+        if not is_group:
             bound *= self.msg_max
         heapq.heappush(heap, (-bound, "", "", -1, s))
 
 
-def _facts(facts: List[Optional[_Facts]], i: int) -> _Facts:
-    """The facts of an entry known to be active (the callers checked)."""
-    return cast(_Facts, facts[i])
+#: One loaded entry inside a prepared query: (index, outcome, score, cost, rank).
+_Pick = Tuple[int, str, Optional[float], int, int]
+#: A stream: its entries newest first, (type, priority, project), and whether it is a group.
+_Stream = Tuple[List[int], Tuple[Any, float, Any], bool]
 
 
 # --------------------------------------------------------------------------
