@@ -676,6 +676,8 @@ class _Index:
         self.by_tag: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
         self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
+        # Pool types -> its groups and (type, project) kinds; cleared when either set grows.
+        self.layout: Dict[Any, Tuple[List[Tuple[Any, float, Any]], List[Tuple[Any, Any]]]] = {}
 
     def append(self, entry: Mapping[str, Any]) -> _Facts:
         """Record an entry; lists are left unsorted until :meth:`sort`."""
@@ -691,9 +693,14 @@ class _Index:
             self.irregular.append(i)
         else:
             facts.words = tuple(map(self.vocabulary.setdefault, facts.words, facts.words))
-            self.groups.setdefault(facts.group, []).append(i)
+            if facts.group not in self.groups:
+                self.groups[facts.group] = []
+                self.layout.clear()
+            self.groups[facts.group].append(i)
             kind = (facts.type, facts.group[2])
             if facts.base > self.max_base.get(kind, 0.0):
+                if kind not in self.max_base:
+                    self.layout.clear()
                 self.max_base[kind] = facts.base
             for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
                 lists = by.get(kind)
@@ -716,6 +723,16 @@ class _Index:
 
     def time_key(self, i: int) -> int:
         return self.facts[i].time_key
+
+    def layout_for(self, pool: Pool) -> Tuple[List[Tuple[Any, float, Any]],
+                                              List[Tuple[Any, Any]]]:
+        """The groups and (type, project) kinds a pool draws from (cached)."""
+        got = self.layout.get(pool.types)
+        if got is None:
+            got = ([g for g in self.groups if pool.accepts(g[0])],
+                   [kind for kind in self.max_base if pool.accepts(kind[0])])
+            self.layout[pool.types] = got
+        return got
 
     def suffix_min(self, members: List[int]) -> List[int]:
         out = [0] * len(members)
@@ -808,7 +825,6 @@ class _PreparedQuery:
             self.always_by_type.setdefault(facts[i].type, []).append(i)
         query = self.query
         self.tag_max = 1.5 if query.tags else 1.0
-        self.msg_max = 2.5 if query.words else 1.0
         self.scores: Dict[int, float] = {}
 
     def run(self, pools: List[Pool]) -> Dict[str, List[_Pick]]:
@@ -900,26 +916,33 @@ class _PreparedQuery:
     def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
         """The pool's streams, and for each a bound that holds before it is read."""
         index, query = self.index, self.query
+        groups, kinds = index.layout_for(pool)
         streams: List[_Stream] = []
         ceilings: List[float] = []
-        for group, members in index.groups.items():
-            if pool.accepts(group[0]):
-                streams.append((members, group, True))
-                ceiling = group[1]  # recency is at most 1
-                if group[2] is not None:
-                    ceiling *= 1.5 if group[2] == query.project else 0.5
-                ceilings.append(ceiling)
-        for kind, top in index.max_base.items():
-            if not pool.accepts(kind[0]):
-                continue
+        for group in groups:
+            streams.append((index.groups[group], group, True, 1.0, 1.0))
+            ceiling = group[1]  # recency is at most 1
+            if group[2] is not None:
+                ceiling *= 1.5 if group[2] == query.project else 0.5
+            ceilings.append(ceiling)
+        for kind in kinds:
+            top = index.max_base[kind]
             project_factor = 1.0 if kind[1] is None else (
                 1.5 if kind[1] == query.project else 0.5)
-            ceiling = top * self.tag_max * project_factor * self.msg_max
-            for by, items in ((index.by_word, query.words), (index.by_tag, query.tags)):
-                lists = by.get(kind, {})
-                for word in items:
-                    if word in lists:
-                        streams.append((lists[word], (kind[0], top, kind[1]), False))
+            words = index.by_word.get(kind) or {}
+            tags = index.by_tag.get(kind) or {}
+            # An entry can share at most the message words this kind has at all.
+            present = [word for word in query.words if word in words]
+            message = _with_message(1.0, len(present), query)
+            # Entries with a shared tag are owed by the tag lists (tag factor
+            # up to 1.5); the word lists owe the rest, whose tag factor is 1.
+            for lists, items, tag_factor in ((words, present, 1.0),
+                                             (tags, query.tags, self.tag_max)):
+                ceiling = top * tag_factor * project_factor * message
+                for item in items:
+                    if item in lists:
+                        streams.append((lists[item], (kind[0], top, kind[1]), False,
+                                        tag_factor, message))
                         ceilings.append(ceiling)
         return streams, ceilings
 
@@ -935,15 +958,19 @@ class _PreparedQuery:
                     cursor: List[int], s: int, pool: Pool, taken: AbstractSet[int],
                     tokens_left: int, seen: AbstractSet[int]) -> None:
         """Push a marker bounding what stream ``s`` still owes, after skipping dead entries."""
-        members, group, is_group = streams[s]
-        at = cursor[s]
+        members, group, is_group, tag_factor, message = streams[s]
+        at, end = cursor[s], len(members)
         low = self.index.min_cost.get(group) if is_group else None
-        while at < len(members):
+        facts, entries, include = self.facts, self.entries, self.include
+        while at < end:
             if low is not None and low[at] > tokens_left:
-                at = len(members)  # nothing left in this group can fit
+                at = end  # nothing left in this group can fit
                 break
             i = members[at]
-            if i not in seen and self.visitable(i, pool, taken, tokens_left):
+            # Every member is active and of an accepted type; the rest is visitable().
+            if (i not in seen and facts[i].cost <= tokens_left
+                    and (not taken or id(entries[i]) not in taken)
+                    and (include is None or include(entries[i]))):
                 break
             at += 1
         cursor[s] = at
@@ -953,18 +980,19 @@ class _PreparedQuery:
         # plain score, for a word or tag list the largest tag and message factors.
         bound = group[1] * self.rec(self.facts[members[at]].created_us)
         if not is_group:
-            bound *= self.tag_max
+            bound *= tag_factor
         if group[2] is not None:
             bound *= 1.5 if group[2] == self.query.project else 0.5
         if not is_group:
-            bound *= self.msg_max
+            bound *= message
         heapq.heappush(heap, (-bound, "", "", -1, s))
 
 
 #: One loaded entry inside a prepared query: (index, outcome, score, cost, rank).
 _Pick = Tuple[int, str, Optional[float], int, int]
-#: A stream: its entries newest first, (type, priority, project), and whether it is a group.
-_Stream = Tuple[List[int], Tuple[Any, float, Any], bool]
+#: A stream: its entries newest first, (type, priority, project), whether it is a
+#: group, and the largest tag and message factors it owes (1.0 for a group).
+_Stream = Tuple[List[int], Tuple[Any, float, Any], bool, float, float]
 
 
 # --------------------------------------------------------------------------
