@@ -676,7 +676,7 @@ class _Index:
         self.token_counter, self.is_active = token_counter, is_active
         self.entries: List[Mapping[str, Any]] = []
         self.facts: List[_Facts] = []
-        self.always: List[int] = []
+        self.always: Dict[Any, List[int]] = {}  # type -> always-scope entries, store order
         self.irregular: List[int] = []
         self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
@@ -697,7 +697,7 @@ class _Index:
         if not facts.active:
             return facts
         if facts.always:
-            self.always.append(i)
+            self.always.setdefault(facts.type, []).append(i)
         elif facts.group is None:
             self.irregular.append(i)
         else:
@@ -829,9 +829,12 @@ class _PreparedQuery:
         facts = self.facts
         self.exact = list(index.irregular) + [
             i for i in extras if facts[i].active and not facts[i].always]
-        self.always_by_type: Dict[Any, List[int]] = {}
-        for i in index.always + [i for i in extras if facts[i].always]:
-            self.always_by_type.setdefault(facts[i].type, []).append(i)
+        self.always_by_type = index.always
+        extra_always = [i for i in extras if facts[i].always]
+        if extra_always:
+            self.always_by_type = {t: list(members) for t, members in index.always.items()}
+            for i in extra_always:
+                self.always_by_type.setdefault(facts[i].type, []).append(i)
         query = self.query
         self.tag_max = 1.5 if query.tags else 1.0
         self.scores: Dict[int, float] = {}
@@ -850,11 +853,6 @@ class _PreparedQuery:
         entry = self.entries[i]
         return (facts.active and pool.accepts(facts.type) and id(entry) not in taken
                 and (self.include is None or bool(self.include(entry))))
-
-    def rec(self, created_us: Optional[int]) -> float:
-        days = (0.0 if created_us is None
-                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
-        return max(0.3, 1.0 - 0.7 * days / 90)
 
     def score(self, i: int) -> float:
         if i not in self.scores:
@@ -987,7 +985,10 @@ class _PreparedQuery:
             return
         # The scorer's factors in its order: for a group the next entry's exact
         # plain score, for a word or tag list the largest tag and message factors.
-        bound = group[1] * self.rec(self.facts[members[at]].created_us)
+        created_us = facts[members[at]].created_us
+        days = (0.0 if created_us is None
+                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
+        bound = group[1] * max(0.3, 1.0 - 0.7 * days / 90)  # recency, as the scorer has it
         if not is_group:
             bound *= tag_factor
         if group[2] is not None:
