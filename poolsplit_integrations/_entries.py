@@ -163,13 +163,18 @@ def _round_robin_counts(sizes: Sequence[int], k: int) -> list[int]:
 
 def check_k(k: Any) -> int | None:
     """Validate a contextual cap: None, or an int >= 0."""
-    if k is None:
+    return _optional_count("k", k)
+
+
+def _optional_count(name: str, value: Any) -> int | None:
+    """None, or an int >= 0 (not a bool); the error names ``name`` and the value."""
+    if value is None:
         return None
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int or None, got {k!r}")
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
-    return k
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
 
 
 def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
@@ -354,13 +359,7 @@ def check_required_keys(keys: Any) -> tuple[str, ...]:
 
 def check_max_always_tokens(value: Any) -> int | None:
     """Validate ``max_always_tokens``: None, or an int >= 0."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"max_always_tokens must be an int or None, got {value!r}")
-    if value < 0:
-        raise ValueError(f"max_always_tokens must be >= 0, got {value}")
-    return value
+    return _optional_count("max_always_tokens", value)
 
 
 #: The options every adapter component shares, and how each is checked: one
