@@ -27,9 +27,9 @@ install: $(VENV)/.dev  ## create .venv and install poolsplit with every extra
 demo: $(VENV)/.core  ## the main job: single budget vs pool-split on the shipped store
 	$(BIN)/poolsplit demo
 
-lint: $(VENV)/.dev  ## ruff, and mypy --strict on the vendorable core
+lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both adapters
 	$(BIN)/ruff check .
-	$(BIN)/mypy poolsplit_core/poolsplit.py
+	$(BIN)/mypy poolsplit_core poolsplit_integrations
 
 test: lint  ## lint, then the whole test suite (notebooks included)
 	$(BIN)/python -m pytest

@@ -10,4 +10,4 @@ requires the other. Both adapters share one mapping between framework objects
 and entry dicts (:mod:`poolsplit_integrations._entries`); the core decides.
 """
 
-__all__: list = []
+__all__: list[str] = []
