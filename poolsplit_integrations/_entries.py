@@ -287,16 +287,27 @@ class Selector:
         return self.store.explain_pools(self.pools, context, scorer=self.scorer, now=self.now,
                                         extra=extra, include=include)
 
-    def _call(
-        self, message: str, filter: Any, overrides: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
+    def refuse_missing_keys(
+        self, filter: Any = DEFAULT, *, owner: str = "this retriever", hint: str = ""
+    ) -> dict[str, Any] | None:
+        """Fail closed: the call's filter, or a ValueError naming the required keys it lacks.
+
+        Adapters call this before any work (a base retriever is not even
+        queried); :meth:`select` and :meth:`explain` check again on their own.
+        """
         active = self.filter if filter is DEFAULT else check_filter(filter)
         missing = [key for key in self.require_filter_keys if key not in (active or {})]
         if missing:
             raise ValueError(
-                f"this retriever requires a filter on {missing}; the call's filter"
-                f" {dict(active or {})!r} lacks them"
+                f"{owner} requires a filter on {missing}; its filter {dict(active or {})!r}"
+                f" lacks {missing}" + (f"; {hint}" if hint else "")
             )
+        return active
+
+    def _call(
+        self, message: str, filter: Any, overrides: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
+        active = self.refuse_missing_keys(filter)
         return build_context(self.context, message, **overrides), matcher(active)
 
     def _check_always(self, decided: Mapping[str, Sequence[Decision]]) -> None:

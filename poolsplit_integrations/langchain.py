@@ -63,6 +63,7 @@ from poolsplit_core.poolsplit import (
     default_token_counter,
 )
 from poolsplit_integrations._entries import (
+    DEFAULT,
     OPTION_CHECKS,
     Hit,
     Selector,
@@ -242,6 +243,17 @@ def _current_store(component: Any, documents: Sequence[Document]) -> _Store:
     if not store.built_from(documents, args):
         store = _Store(documents, args)
         component._store = store
+    return store
+
+
+def _checked_store(retriever: Any, overrides: Mapping[str, Any]) -> _Store:
+    """The retriever's current store, once the call's filter has every required key.
+
+    Fail closed before any work: a refused call never queries the base retriever.
+    """
+    store = _current_store(retriever, retriever.documents)
+    store.selector.refuse_missing_keys(overrides.get("filter", DEFAULT),
+                                       owner=f"this {type(retriever).__name__}")
     return store
 
 
@@ -528,7 +540,7 @@ class PoolSplitRetriever(BaseRetriever):
                 filter cost more than ``max_always_tokens``.
         """
         overrides = _call_overrides(kwargs, type(self).__name__)
-        store = _current_store(self, self.documents)
+        store = _checked_store(self, overrides)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = self.base_retriever.invoke(
@@ -550,7 +562,7 @@ class PoolSplitRetriever(BaseRetriever):
             The same documents :meth:`_get_relevant_documents` returns.
         """
         overrides = _call_overrides(kwargs, type(self).__name__)
-        store = _current_store(self, self.documents)
+        store = _checked_store(self, overrides)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(
@@ -592,7 +604,7 @@ class PoolSplitRetriever(BaseRetriever):
         this run's callbacks, for the same candidates ``invoke`` merges.
         """
         overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
-        store = _current_store(self, self.documents)
+        store = _checked_store(self, overrides)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = self.base_retriever.invoke(query)
@@ -609,7 +621,7 @@ class PoolSplitRetriever(BaseRetriever):
             What :meth:`explain` returns.
         """
         overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
-        store = _current_store(self, self.documents)
+        store = _checked_store(self, overrides)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(query)

@@ -177,22 +177,6 @@ def _candidate_entries(
     return extra_nodes, extra_entries
 
 
-def _refuse_missing_filter_keys(selector: Selector, owner: str, hint: str) -> None:
-    """Fail closed: raise when ``selector``'s filter lacks a required key.
-
-    Checked before any work (the base retriever is not even queried), with a
-    message saying how this adapter takes a filter; the Selector refuses the
-    same calls again on its own.
-    """
-    given = selector.filter or {}
-    missing = [key for key in selector.require_filter_keys if key not in given]
-    if missing:
-        raise ValueError(
-            f"{owner} has require_filter_keys={list(selector.require_filter_keys)!r} but its"
-            f" filter {selector.filter!r} lacks {missing!r}; {hint}"
-        )
-
-
 def _pool_split_nodes(
     selector: Selector,
     static_nodes: Sequence[BaseNode],
@@ -474,8 +458,8 @@ class PoolSplitRetriever(BaseRetriever):
             TypeError: when ``filter`` is not a dict (or None) with str keys.
         """
         selector = self._selector.with_filter(filter)
-        _refuse_missing_filter_keys(
-            selector, "PoolSplitRetriever.with_filter", "pass a filter with those keys")
+        selector.refuse_missing_keys(
+            owner="PoolSplitRetriever.with_filter", hint="pass a filter with those keys")
         other = copy.copy(self)
         other._selector = selector
         return other
@@ -501,9 +485,9 @@ class PoolSplitRetriever(BaseRetriever):
         return self._selector.explain(bundle.query_str, extra=extra_entries)
 
     def _refuse_unbound(self) -> None:
-        _refuse_missing_filter_keys(
-            self._selector, "this PoolSplitRetriever",
-            "bind a tenant first with retriever.with_filter({...})",
+        self._selector.refuse_missing_keys(
+            owner="this PoolSplitRetriever",
+            hint="bind a tenant first with retriever.with_filter({...})",
         )
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -652,8 +636,8 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
         selector = self._prepared()
-        _refuse_missing_filter_keys(
-            selector, "this PoolSplitPostprocessor", "set its filter with those keys")
+        selector.refuse_missing_keys(
+            owner="this PoolSplitPostprocessor", hint="set its filter with those keys")
         query = query_bundle.query_str if query_bundle is not None else ""
         return _pool_split_nodes(selector, self._pinned, query, nodes)
 
@@ -780,8 +764,8 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
             filter=self.filter, require_filter_keys=self.require_filter_keys,
             max_always_tokens=self.max_always_tokens,
         )
-        _refuse_missing_filter_keys(
-            selector, "this PoolSplitMemoryBlock", "set its filter with those keys")
+        selector.refuse_missing_keys(
+            owner="this PoolSplitMemoryBlock", hint="set its filter with those keys")
         entries, hits = selector.select(message, extra=self.entries(), **overrides)
         return _render(entries, hits, self.corrections_heading)
 

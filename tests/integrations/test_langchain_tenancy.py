@@ -232,6 +232,29 @@ def test_a_call_without_the_required_key_is_refused_naming_it(
         call(retriever, **kwargs)
 
 
+class _CountingRetriever(_FixedRetriever):
+    """A candidate source that counts how often it is asked (sync and async)."""
+
+    calls: int = 0
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        self.calls += 1
+        return list(self.docs)
+
+
+@pytest.mark.parametrize("call", ENTRY_POINTS)
+def test_a_refused_call_never_queries_the_base_retriever(call: Callable[..., Any]) -> None:
+    source = _CountingRetriever(docs=[_doc("cand", "deploy notes", user_id="b")])
+    retriever = make_retriever(require_filter_keys=("user_id",), base_retriever=source)
+    with pytest.raises(ValueError, match=r"requires a filter on \['user_id'\]"):
+        call(retriever)
+    assert source.calls == 0
+    call(retriever, filter={"user_id": "b"})  # the same source is asked once allowed
+    assert source.calls >= 1
+
+
 @pytest.mark.parametrize("call", ENTRY_POINTS)
 def test_a_call_with_the_required_key_works(call: Callable[..., Any]) -> None:
     retriever = make_retriever(require_filter_keys=("user_id",))
