@@ -595,6 +595,7 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
 
     _selector: Selector | None = PrivateAttr(default=None)
     _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
+    _source: tuple[Any, ...] = PrivateAttr(default=())
 
     @field_validator(*OPTION_CHECKS, mode="before")
     @classmethod
@@ -612,8 +613,17 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
             self._selector = None  # re-prepared on the next call
 
     def _prepared(self) -> Selector:
-        """The Selector over the pinned nodes, mapped once per configuration."""
-        if self._selector is None:
+        """The Selector over the pinned nodes, mapped once per configuration.
+
+        It remembers the very field values it was built from: a copy whose
+        fields changed without validation (``model_copy(update=...)`` copies
+        the private Selector as is) is rebuilt, never served the old filter.
+        """
+        source = tuple(getattr(self, name) for name in sorted(_SELECTOR_FIELDS))
+        stale = len(source) != len(self._source) or any(
+            a is not b for a, b in zip(source, self._source))
+        if self._selector is None or stale:
+            self._source = source
             self._pinned = _unique_nodes(self.pinned)
             self._selector = Selector(
                 [_node_entry(node) for node in self._pinned], self.pools,

@@ -530,3 +530,21 @@ async def test_fifty_asyncio_tasks_on_one_retriever_answer_as_a_sequential_run()
     assert len(jobs) == 50
     got = await asyncio.gather(*(retriever.aretrieve(q) for q in jobs))
     assert [outcome(res) for res in got] == [expected[q] for q in jobs]
+
+
+def test_a_postprocessor_copied_with_another_filter_never_serves_the_old_tenant():
+    # model_copy(update=...) skips validation and copies the prepared Selector
+    # as is; the copy must notice its new filter, not keep user a's corrections.
+    pinned = [
+        TextNode(id_="fix-a", text="fix for a", metadata={"scope": "always", "user_id": "a"}),
+        TextNode(id_="fix-b", text="fix for b", metadata={"scope": "always", "user_id": "b"}),
+    ]
+    for_a = PoolSplitPostprocessor(pools=[Pool("p", 100, 5)], pinned=pinned,
+                                   filter={"user_id": "a"})
+    for_b = for_a.model_copy(update={"filter": {"user_id": "b"}})
+
+    def ids(post: PoolSplitPostprocessor) -> list[str]:
+        return [n.node.node_id for n in post.postprocess_nodes([], QueryBundle("x"))]
+
+    assert ids(for_b) == ["fix-b"]
+    assert ids(for_a) == ["fix-a"]
