@@ -733,15 +733,12 @@ class PoolSplitCompressor(BaseDocumentCompressor):
 
     @model_validator(mode="after")
     def _build_store(self) -> Self:
+        store = _Store(self.pinned, _selector_args(self))
         # No per-call filter here, so a filter lacking a required key could
         # never serve a call: refuse it now rather than on every call.
-        missing = [key for key in self.require_filter_keys if key not in (self.filter or {})]
-        if missing:
-            raise ValueError(
-                f"require_filter_keys needs {missing} in filter, got filter={self.filter!r}"
-                " (compress_documents takes no per-call filter)"
-            )
-        self._store = _Store(self.pinned, _selector_args(self))
+        store.selector.refuse_missing_keys(
+            owner="PoolSplitCompressor", hint="compress_documents takes no per-call filter")
+        self._store = store
         return self
 
     def compress_documents(

@@ -281,7 +281,7 @@ def test_only_the_missing_keys_are_named() -> None:
 
 
 def test_compressor_refuses_a_filter_lacking_a_required_key_at_construction() -> None:
-    with pytest.raises(ValueError, match=r"needs \['user_id'\] in filter"):
+    with pytest.raises(ValueError, match=r"PoolSplitCompressor requires a filter on \['user_id'\]"):
         PoolSplitCompressor(pools=POOLS, require_filter_keys=("user_id",))
     compressor = PoolSplitCompressor(pools=POOLS, require_filter_keys=("user_id",),
                                      filter={"user_id": "a"}, now=NOW)
