@@ -545,9 +545,7 @@ class PreparedStore:
         stored entries followed by ``extra``.
         """
         checked = _check_pools(pools)
-        extra = _check_entries(extra)
-        with self._lock:
-            entries = self._index.entries + extra if extra else self._index.entries
+        entries = self._entries_with(_check_entries(extra))
         return self._stateless(entries, checked, context, scorer, now, include)
 
     def decide(
@@ -572,8 +570,7 @@ class PreparedStore:
         checked = _check_pools(pools)
         extra = _check_entries(extra)
         if scorer is not default_scorer:
-            with self._lock:
-                entries = self._index.entries + extra if extra else self._index.entries
+            entries = self._entries_with(extra)
             return self._stateless(entries, checked, context, scorer, now, include).loaded()
         entries, picks = self._picks(checked, context, now, extra, include)
         return {
@@ -595,6 +592,14 @@ class PreparedStore:
             index = self._index
             entries = index.entries + extra if extra else index.entries
             return entries, _PreparedQuery(index, entries, context, now, include).run(pools)
+
+    def _entries_with(self, extra: List[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+        """The stored entries then ``extra``, copied under the lock for a stateless pass.
+
+        A copy, not the stored list: an add may append while the pass runs.
+        """
+        with self._lock:
+            return [*self._index.entries, *extra]
 
     def _stateless(
         self,
