@@ -40,6 +40,7 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from itertools import repeat
 from typing import (
     AbstractSet,
     Any,
@@ -48,6 +49,7 @@ from typing import (
     Dict,
     FrozenSet,
     Iterable,
+    Iterator,
     List,
     Mapping,
     Optional,
@@ -55,6 +57,7 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
+    cast,
 )
 
 __version__ = "0.1.0"
@@ -493,9 +496,7 @@ class PreparedStore:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for entry in listed:
-                index.append(entry)
-            index.sort()
+            index.build(listed)
         finally:
             if collecting:
                 gc.enable()
@@ -643,7 +644,7 @@ class _Facts:
         self.created_us: Optional[int] = None
         self.sort_key: Tuple[str, str] = ("", "")
         self.tags: Tuple[str, ...] = ()
-        self.words: Tuple[str, ...] = ()
+        self.words: Collection[bytes] = ()  # W(content), filled in by _Index.facts_of
         if self.always:
             return
         self.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
@@ -660,7 +661,6 @@ class _Facts:
         if 0 < base < 1e300:
             self.group = (self.type, base, project)
             self.base, self.tags = base, tags
-            self.words = tuple(_words(_content(entry)))
 
     @property
     def time_key(self) -> int:
@@ -685,55 +685,87 @@ class _Index:
         self.irregular: List[int] = []
         self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
-        # (type, project) -> word or tag -> entries, newest first
-        self.by_word: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
-        self.by_tag: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
+        # (type, project) -> word (bytes) or tag (str) -> entries, newest first
+        self.by_word: Dict[Tuple[Any, Any], Dict[Any, List[int]]] = {}
+        self.by_tag: Dict[Tuple[Any, Any], Dict[Any, List[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
-        self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
+        self.vocabulary: Dict[bytes, bytes] = {}  # one object per distinct word
         # Pool types -> its groups and (type, project) kinds; cleared when either set grows.
         self.layout: Dict[Any, Tuple[List[Tuple[Any, float, Any]], List[Tuple[Any, Any]]]] = {}
 
-    def append(self, entry: Mapping[str, Any]) -> _Facts:
-        """Record an entry; lists are left unsorted until :meth:`sort`."""
-        i = len(self.entries)
-        self.entries.append(entry)
-        facts = _Facts(entry, i, self.token_counter) if self.is_active(entry) else _INACTIVE
-        self.facts.append(facts)
-        if not facts.active:
-            return facts
-        if facts.always:
-            self.always.setdefault(facts.type, []).append(i)
-        elif facts.group is None:
-            self.irregular.append(i)
-        else:
-            facts.words = tuple(map(self.vocabulary.setdefault, facts.words, facts.words))
-            if facts.group not in self.groups:
-                self.groups[facts.group] = []
-                self.layout.clear()
-            self.groups[facts.group].append(i)
-            kind = (facts.type, facts.group[2])
-            if facts.base > self.max_base.get(kind, 0.0):
-                if kind not in self.max_base:
-                    self.layout.clear()
-                self.max_base[kind] = facts.base
-            for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
-                lists = by.get(kind)
-                if lists is None:
-                    lists = by[kind] = defaultdict(list)
-                for item in items:
-                    lists[item].append(i)
+    def facts_of(self, entries: Sequence[Mapping[str, Any]], start: int) -> List[_Facts]:
+        """The facts of ``entries`` (store indices from ``start``); words are read in bulk."""
+        facts = [_Facts(entry, i, self.token_counter) if self.is_active(entry) else _INACTIVE
+                 for i, entry in enumerate(entries, start)]
+        regular = [(f, entry) for f, entry in zip(facts, entries) if f.group is not None]
+        for (f, _), words in zip(regular, _word_sets([_content(entry) for _, entry in regular])):
+            f.words = words
         return facts
 
-    def sort(self) -> None:
-        """Order every list newest first (a bulk build sorts once, at the end)."""
-        key = [f.time_key for f in self.facts].__getitem__
-        for members in self.groups.values():
-            members.sort(key=key)
-        for by in (self.by_word, self.by_tag):
-            for lists in by.values():
-                for members in lists.values():
-                    members.sort(key=key)
+    def build(self, entries: List[Mapping[str, Any]]) -> None:
+        """Index ``entries`` into this empty index.
+
+        Regular entries are indexed newest first, so every group, word and
+        tag list comes out in order without a sort; and one (type, project)
+        kind after another, so that the lists being filled stay few (a
+        quarter faster here than in time order alone).
+        """
+        self.entries = entries
+        self.facts = self.facts_of(entries, 0)
+        kinds: Dict[Tuple[Any, Any], int] = {}
+        order = []
+        for i, facts in enumerate(self.facts):
+            self.register(i, facts)
+            if facts.group is not None:
+                kind = kinds.setdefault((facts.type, facts.group[2]), len(kinds))
+                order.append((kind, facts.time_key, i))
+        order.sort()
+        for _, _, i in order:
+            self.file(i, self.facts[i])
         self.min_cost = {g: self.suffix_min(members) for g, members in self.groups.items()}
+
+    def append(self, entry: Mapping[str, Any]) -> _Facts:
+        """Record one entry at the end of every list it belongs to."""
+        i = len(self.entries)
+        facts = self.facts_of([entry], i)[0]
+        self.entries.append(entry)
+        self.facts.append(facts)
+        self.register(i, facts)
+        if facts.group is not None:
+            self.file(i, facts)
+        return facts
+
+    def register(self, i: int, facts: _Facts) -> None:
+        """File an always-scope or irregular entry (kept in store order)."""
+        if facts.active and facts.always:
+            self.always.setdefault(facts.type, []).append(i)
+        elif facts.active and facts.group is None:
+            self.irregular.append(i)
+
+    def file(self, i: int, facts: _Facts) -> None:
+        """Append a regular entry to its group and to its kind's word and tag lists."""
+        group = cast(Tuple[Any, float, Any], facts.group)
+        vocabulary = self.vocabulary.setdefault  # one bytes object per distinct word
+        facts.words = tuple(map(vocabulary, facts.words, facts.words))
+        if group not in self.groups:
+            self.groups[group] = []
+            self.layout.clear()
+        self.groups[group].append(i)
+        kind = (facts.type, group[2])
+        if facts.base > self.max_base.get(kind, 0.0):
+            if kind not in self.max_base:
+                self.layout.clear()
+            self.max_base[kind] = facts.base
+        words = self.by_word.get(kind)
+        if words is None:
+            words = self.by_word[kind] = defaultdict(list)
+        for word in facts.words:
+            words[word].append(i)
+        tags = self.by_tag.get(kind)
+        if tags is None:
+            tags = self.by_tag[kind] = defaultdict(list)
+        for tag in facts.tags:
+            tags[tag].append(i)
 
     def time_key(self, i: int) -> int:
         return self.facts[i].time_key
@@ -774,8 +806,7 @@ class _Index:
             low[j] = facts.cost
             j -= 1
         kind = (facts.type, facts.group[2])
-        for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
-            lists = by[kind]
+        for lists, items in ((self.by_word[kind], facts.words), (self.by_tag[kind], facts.tags)):
             for item in items:
                 postings = lists[item]
                 postings.pop()
@@ -827,10 +858,7 @@ class _PreparedQuery:
         stored = len(index.entries)
         extras = range(stored, len(entries))
         if extras:  # this query's extras
-            self.facts = index.facts + [
-                _Facts(entries[i], i, index.token_counter)
-                if index.is_active(entries[i]) else _INACTIVE for i in extras
-            ]
+            self.facts = index.facts + index.facts_of(entries[stored:], stored)
         facts = self.facts
         self.exact = list(index.irregular) + [
             i for i in extras if facts[i].active and not facts[i].always]
@@ -866,7 +894,7 @@ class _PreparedQuery:
             if group is not None:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
                 query = self.query
-                shared = len(query.words.intersection(facts.words)) if query.words else 0
+                shared = len(query.ascii_words.intersection(facts.words)) if query.words else 0
                 self.scores[i] = _combine(facts.base, facts.created_us, facts.tags, group[2],
                                           shared, query, self.now_us)
             else:
@@ -944,7 +972,7 @@ class _PreparedQuery:
             words = index.by_word.get(kind) or {}
             tags = index.by_tag.get(kind) or {}
             # An entry can share at most the message words this kind has at all.
-            present = [word for word in query.words if word in words]
+            present = [word for word in query.ascii_words if word in words]
             message = _with_message(1.0, len(present), query)
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to 1.5); the word lists owe the rest, whose tag factor is 1.
@@ -1014,9 +1042,6 @@ _Stream = Tuple[List[int], Tuple[Any, float, Any], bool, float, float]
 # Private helpers
 # --------------------------------------------------------------------------
 
-# Runs of [a-z0-9] longer than 2 characters: a maximal run of 3+ matches whole,
-# a shorter one never matches, so this equals filtering [a-z0-9]+ by length.
-_WORD = re.compile(r"[a-z0-9]{3,}")
 _STOPWORDS = frozenset(
     "the and for are but not you all can her was one our out day has had his how"
     " man new now old see two way who did its let put say she too use that this"
@@ -1035,10 +1060,11 @@ _ISO = re.compile(
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_pattern", "project", "tags", "words")
+    __slots__ = ("_pattern", "ascii_words", "project", "tags", "words")
 
-    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
-        self.words = words
+    def __init__(self, ascii_words: FrozenSet[bytes], project: Any, tags: FrozenSet[str]) -> None:
+        self.ascii_words = ascii_words  # W(message), as a prepared index holds words
+        self.words = frozenset(word.decode("ascii") for word in ascii_words)
         self.project = project
         self.tags = tags
         self._pattern: Optional[re.Pattern[str]] = None
@@ -1064,7 +1090,7 @@ class _Query:
                 f"context['message'] must be a str or None, got {type(message).__name__}"
             )
         tags = _tag_set(context.get("tags"), "context['tags']")
-        return cls(_words(message or ""), context.get("project"), tags)
+        return cls(next(_word_sets([message or ""])), context.get("project"), tags)
 
 
 class _Call:
@@ -1294,8 +1320,24 @@ def _shared_words(text: str, query: _Query) -> int:
     return len(set(query.pattern.findall(text.lower())))
 
 
-def _words(text: str) -> FrozenSet[str]:
-    return frozenset(_WORD.findall(text.lower())).difference(_STOPWORDS)
+# W(text) is read with C-level steps only, since a build reads every entry:
+# lowercase; encode to UTF-8 (every byte of a non-ASCII character is above
+# 127); turn every byte but [a-z0-9] into a space; split; drop the runs of
+# one or two characters and the stopwords. That is the set of [a-z0-9] runs of
+# text.lower() longer than 2 characters and not stopwords, as ASCII bytes.
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+_SPACED = bytes(byte if byte in _ALNUM.encode("ascii") else 32 for byte in range(256))
+_NOT_WORDS = frozenset(
+    word.encode("ascii")
+    for word in (*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS)
+)
+
+
+def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[bytes]]:
+    """W(text) for each of ``texts``, as ASCII bytes."""
+    encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
+    runs = map(bytes.split, map(bytes.translate, encoded, repeat(_SPACED)))
+    return map(frozenset.difference, map(frozenset, runs), repeat(_NOT_WORDS))
 
 
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:

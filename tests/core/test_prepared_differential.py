@@ -13,9 +13,9 @@ import copy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolsplit_core.poolsplit import PreparedStore
+from poolsplit_core.poolsplit import PreparedStore, _word_sets
 from tests.core import strategies as s
-from tests.reference import ref_retrieve_pools
+from tests.reference import ref_retrieve_pools, words
 
 
 def identities(entries):
@@ -46,3 +46,19 @@ def test_prepared_store_matches_the_literal_reference(
         context = data.draw(s.contexts)
         now = data.draw(s.nows)
     assert s.same(before, store)
+
+
+# Characters whose lowercase is, or holds, ASCII (the Kelvin sign is "k", the
+# dotted capital I lowercases to "i" plus a combining dot), or that look like
+# ASCII letters and digits but are not (fullwidth, Arabic-Indic, long s).
+TRICKY = "Kİ\u017f\uff21\uff41\uff10\u0660\u00df\u212b\u0130"
+texts = st.text(st.sampled_from("abcxyz019 -_.'\n\t" + TRICKY + "THE") | st.characters(),
+                max_size=60)
+
+
+@given(texts=st.lists(texts, max_size=5))
+def test_the_bulk_word_reader_finds_exactly_the_spec_words(texts):
+    # A build reads every entry's words with C-level steps (ASCII bytes); they
+    # must be W(text) of the spec, which the reference reads with a regex.
+    got = [{word.decode("ascii") for word in found} for found in _word_sets(texts)]
+    assert got == [words(text) for text in texts]
