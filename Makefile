@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint bench notebooks clean
+.PHONY: help install demo test lint bench bench-build notebooks clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,6 +36,9 @@ test: lint  ## lint, then the whole test suite (notebooks included)
 
 bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store
 	$(BIN)/python benchmarks/bench_retrieve.py
+
+bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
+	$(BIN)/python benchmarks/build_floor.py
 
 clean:  ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

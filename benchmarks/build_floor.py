@@ -1,0 +1,83 @@
+"""What a pure-Python word index must spend to be built, next to what PreparedStore spends.
+
+Run with ``make bench-build`` (or ``python benchmarks/build_floor.py [--size N]``).
+On the benchmark's store it times, in one run:
+
+- ``read words``: W(content) of every entry, read with the core's own bulk
+  reader (C-level steps only: lower, encode, translate, split, set
+  difference) -- the least any word index must do;
+- ``fill one dict``: one dict lookup and one list append per (entry, word)
+  pair, into a single dict, on the words already read -- the least an
+  inverted index must do once the words are known;
+- ``PreparedStore``: the real build (median of three), which also parses
+  every timestamp, priority, tag list and cost, and keeps one word list per
+  (type, project) so that a query's bounds stay tight.
+
+The first two together are a floor for any pure-Python build of a word
+index on this machine, whatever its layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_retrieve import make_store  # noqa: E402
+from poolsplit_core.poolsplit import PreparedStore, _content, _word_sets  # noqa: E402
+
+
+def seconds(fn) -> float:
+    """Wall time of ``fn()`` with the cyclic collector paused, as the build pauses it."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+    finally:
+        gc.enable()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000)
+    args = parser.parse_args()
+    store = make_store(args.size)
+    texts = [_content(entry) for entry in store]
+    chars = sum(map(len, texts)) / len(texts)
+
+    read: list = []
+    read_s = seconds(lambda: read.extend(_word_sets(texts)))
+    pairs = sum(map(len, read))
+
+    def fill() -> None:
+        index: defaultdict = defaultdict(list)
+        for i, words in enumerate(read):
+            for word in words:
+                index[word].append(i)
+
+    fill_s = seconds(fill)
+    builds = [seconds(lambda: PreparedStore(store)) for _ in range(3)]
+    build_s = statistics.median(builds)
+
+    per_entry = 1e6 / args.size
+    print(f"{args.size} entries, {chars:.0f} characters and {pairs / args.size:.1f} distinct"
+          f" words each ({pairs:,} (entry, word) pairs)")
+    print(f"  read words      {read_s:6.2f} s  ({read_s * per_entry:5.1f} us per entry)")
+    print(f"  fill one dict   {fill_s:6.2f} s  ({fill_s * 1e9 / pairs:5.0f} ns per pair)")
+    print(f"  floor (sum)     {read_s + fill_s:6.2f} s")
+    print(f"  PreparedStore   {build_s:6.2f} s  (median of {len(builds)}:"
+          f" {', '.join(f'{b:.2f}' for b in builds)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
