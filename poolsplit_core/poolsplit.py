@@ -644,7 +644,7 @@ class _Facts:
         self.created_us: Optional[int] = None
         self.sort_key: Tuple[str, str] = ("", "")
         self.tags: Tuple[str, ...] = ()
-        self.words: Collection[bytes] = ()  # W(content), filled in by _Index.facts_of
+        self.words: Collection[str] = ()  # W(content), filled in by _Index.facts_of
         if self.always:
             return
         self.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
@@ -685,11 +685,11 @@ class _Index:
         self.irregular: List[int] = []
         self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
-        # (type, project) -> word (bytes) or tag (str) -> entries, newest first
-        self.by_word: Dict[Tuple[Any, Any], Dict[Any, List[int]]] = {}
-        self.by_tag: Dict[Tuple[Any, Any], Dict[Any, List[int]]] = {}
+        # (type, project) -> word or tag -> entries, newest first
+        self.by_word: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
+        self.by_tag: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
-        self.vocabulary: Dict[bytes, bytes] = {}  # one object per distinct word
+        self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
         # Pool types -> its groups and (type, project) kinds; cleared when either set grows.
         self.layout: Dict[Any, Tuple[List[Tuple[Any, float, Any]], List[Tuple[Any, Any]]]] = {}
 
@@ -745,7 +745,7 @@ class _Index:
     def file(self, i: int, facts: _Facts) -> None:
         """Append a regular entry to its group and to its kind's word and tag lists."""
         group = cast(Tuple[Any, float, Any], facts.group)
-        vocabulary = self.vocabulary.setdefault  # one bytes object per distinct word
+        vocabulary = self.vocabulary.setdefault
         facts.words = tuple(map(vocabulary, facts.words, facts.words))
         if group not in self.groups:
             self.groups[group] = []
@@ -894,7 +894,7 @@ class _PreparedQuery:
             if group is not None:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
                 query = self.query
-                shared = len(query.ascii_words.intersection(facts.words)) if query.words else 0
+                shared = len(query.words.intersection(facts.words)) if query.words else 0
                 self.scores[i] = _combine(facts.base, facts.created_us, facts.tags, group[2],
                                           shared, query, self.now_us)
             else:
@@ -972,7 +972,7 @@ class _PreparedQuery:
             words = index.by_word.get(kind) or {}
             tags = index.by_tag.get(kind) or {}
             # An entry can share at most the message words this kind has at all.
-            present = [word for word in query.ascii_words if word in words]
+            present = [word for word in query.words if word in words]
             message = _with_message(1.0, len(present), query)
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to 1.5); the word lists owe the rest, whose tag factor is 1.
@@ -1060,11 +1060,10 @@ _ISO = re.compile(
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_pattern", "ascii_words", "project", "tags", "words")
+    __slots__ = ("_pattern", "project", "tags", "words")
 
-    def __init__(self, ascii_words: FrozenSet[bytes], project: Any, tags: FrozenSet[str]) -> None:
-        self.ascii_words = ascii_words  # W(message), as a prepared index holds words
-        self.words = frozenset(word.decode("ascii") for word in ascii_words)
+    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
+        self.words = words
         self.project = project
         self.tags = tags
         self._pattern: Optional[re.Pattern[str]] = None
@@ -1322,22 +1321,20 @@ def _shared_words(text: str, query: _Query) -> int:
 
 # W(text) is read with C-level steps only, since a build reads every entry:
 # lowercase; encode to UTF-8 (every byte of a non-ASCII character is above
-# 127); turn every byte but [a-z0-9] into a space; split; drop the runs of
-# one or two characters and the stopwords. That is the set of [a-z0-9] runs of
-# text.lower() longer than 2 characters and not stopwords, as ASCII bytes.
+# 127); turn every byte but [a-z0-9] into a space; back to str (now ASCII);
+# split; drop the runs of one or two characters and the stopwords. That is
+# the set of [a-z0-9] runs of text.lower() longer than 2 characters and not
+# stopwords. (Words stay str: dicts and sets have a fast path for str keys.)
 _ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
 _SPACED = bytes(byte if byte in _ALNUM.encode("ascii") else 32 for byte in range(256))
-_NOT_WORDS = frozenset(
-    word.encode("ascii")
-    for word in (*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS)
-)
+_NOT_WORDS = frozenset((*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS))
 
 
-def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[bytes]]:
-    """W(text) for each of ``texts``, as ASCII bytes."""
+def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[str]]:
+    """W(text) for each of ``texts``."""
     encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
-    runs = map(bytes.split, map(bytes.translate, encoded, repeat(_SPACED)))
-    return map(frozenset.difference, map(frozenset, runs), repeat(_NOT_WORDS))
+    spaced = map(bytes.decode, map(bytes.translate, encoded, repeat(_SPACED)))
+    return map(frozenset.difference, map(frozenset, map(str.split, spaced)), repeat(_NOT_WORDS))
 
 
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:
