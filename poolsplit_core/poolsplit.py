@@ -756,16 +756,12 @@ class _Index:
             if kind not in self.max_base:
                 self.layout.clear()
             self.max_base[kind] = facts.base
-        words = self.by_word.get(kind)
-        if words is None:
-            words = self.by_word[kind] = defaultdict(list)
-        for word in facts.words:
-            words[word].append(i)
-        tags = self.by_tag.get(kind)
-        if tags is None:
-            tags = self.by_tag[kind] = defaultdict(list)
-        for tag in facts.tags:
-            tags[tag].append(i)
+        for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
+            lists = by.get(kind)
+            if lists is None:
+                lists = by[kind] = defaultdict(list)
+            for item in items:
+                lists[item].append(i)
 
     def time_key(self, i: int) -> int:
         return self.facts[i].time_key
