@@ -1,4 +1,26 @@
-# poolsplit.py -- MIT licence, see the LICENSE file shipped beside it.
+# poolsplit.py -- pool-split retrieval for agent memory, one file.
+#
+# MIT License
+#
+# Copyright (c) 2026 The poolsplit authors
+#
+# Permission is hereby granted, free of charge, to any person obtaining a copy
+# of this software and associated documentation files (the "Software"), to deal
+# in the Software without restriction, including without limitation the rights
+# to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+# copies of the Software, and to permit persons to whom the Software is
+# furnished to do so, subject to the following conditions:
+#
+# The above copyright notice and this permission notice shall be included in all
+# copies or substantial portions of the Software.
+#
+# THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+# IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+# FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+# AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+# LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+# OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+# SOFTWARE.
 """Pool-split retrieval: fair, safe context assembly for agent memory.
 
 When one scorer ranks a mixed memory store against one token budget, the
@@ -30,7 +52,6 @@ imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import heapq
 import inspect
 import math
@@ -52,6 +73,7 @@ from typing import (
     Iterator,
     List,
     Mapping,
+    NamedTuple,
     Optional,
     Sequence,
     Set,
@@ -180,7 +202,7 @@ def default_scorer(
     ...                              "message": "rotate credentials"}, now=now), 6)
     8.4375
 
-    The factors (SPEC.md, "The default scorer, exactly"):
+    The factors (the README's "The default scorer, exactly"):
 
     - base priority ``float(entry.get("base_priority", 5))``;
     - recency ``max(0.3, 1 - 0.7 * days / 90)``; a missing, unparseable or
@@ -200,6 +222,183 @@ def default_scorer(
 
 
 # --------------------------------------------------------------------------
+# The default score, factor by factor
+# --------------------------------------------------------------------------
+
+# Each factor of the table in the README ("The default scorer, exactly") is
+# one function below. _score multiplies them in the table's order, and every
+# upper bound the fast paths use is _score of the same functions, each at its
+# largest, in the same order: a bound cannot drift from the score it bounds.
+# (Multiplying positive floats is monotone under rounding, so a product of
+# factors that are each at least as large, taken in the same order, is never
+# smaller.) The message factor comes last, so a score is its partial product
+# times the message factor, exactly.
+
+_STOPWORDS = frozenset(
+    "the and for are but not you all can her was one our out day has had his how"
+    " man new now old see two way who did its let put say she too use that this"
+    " with from they them then than have will your what when were been into some"
+    " more very just over only".split()
+)
+_DAY_SECONDS = 86400.0
+
+
+class _Query:
+    """A retrieval context reduced once per call to what the scorer compares."""
+
+    __slots__ = ("_pattern", "project", "tags", "words")
+
+    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
+        self.words = words
+        self.project = project
+        self.tags = tags
+        self._pattern: Optional[re.Pattern[str]] = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The message's words as whole ``[a-z0-9]`` runs: finds W(text) & W(message)."""
+        if self._pattern is None:
+            self._pattern = re.compile(
+                r"(?<![a-z0-9])(?:" + "|".join(sorted(self.words)) + r")(?![a-z0-9])"
+            )
+        return self._pattern
+
+    @classmethod
+    def from_context(cls, context: Optional[Mapping[str, Any]]) -> _Query:
+        if context is None:
+            context = {}
+        if not isinstance(context, Mapping):
+            raise TypeError(f"context must be a mapping or None, got {type(context).__name__}")
+        message = context.get("message")
+        if message is not None and not isinstance(message, str):
+            raise TypeError(
+                f"context['message'] must be a str or None, got {type(message).__name__}"
+            )
+        tags = _tag_set(context.get("tags"), "context['tags']")
+        return cls(next(_word_sets([message or ""])), context.get("project"), tags)
+
+
+def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label: str) -> float:
+    """:func:`default_scorer` for a prepared query: every field read and checked."""
+    base = _base_priority(entry, label)
+    tags = _tag_set(entry.get("tags"), f"{label}: tags")
+    shared = _shared_words(_content(entry), query) if query.words else 0
+    return _entry_score(base, _time_us(entry.get("created")), tags, entry.get("project"),
+                        shared, query, _epoch_us(now))
+
+
+def _entry_score(
+    base: float,
+    created_us: Optional[int],
+    tags: Collection[str],
+    project: Any,
+    shared_words: int,
+    query: _Query,
+    now_us: int,
+) -> float:
+    """The default score from an entry's parsed fields (both paths score through here)."""
+    return _score(base, _recency(_days(created_us, now_us)), _tag_factor(tags, query),
+                  _project_factor(project, query), _message_factor(shared_words, query))
+
+
+def _score(base: float, recency: float, tags: float, project: float, message: float) -> float:
+    """The default score: base priority x recency x tags x project x message, in that order."""
+    return base * recency * tags * project * message
+
+
+def _days(created_us: Optional[int], now_us: int) -> float:
+    """The age at ``now`` in fractional days; undated or future counts as 0.
+
+    Times are integer microseconds since the epoch: ``delta_us / 1_000_000``
+    is exactly ``timedelta.total_seconds()``.
+    """
+    if created_us is None:
+        return 0.0
+    return max(0.0, (now_us - created_us) / 1_000_000 / _DAY_SECONDS)
+
+
+def _recency(days: float) -> float:
+    """Linear decay over 90 days with a floor of 0.3; at most ``_recency(0.0)`` (1.0)."""
+    return max(0.3, 1.0 - 0.7 * days / 90)
+
+
+def _tag_factor(tags: Collection[str], query: _Query) -> float:
+    """``1 + 0.5 * shared / len(tags)`` for an entry with tags, else 1.0.
+
+    At most ``_tag_factor(query.tags, query)``: every tag shared.
+    """
+    if not tags:
+        return 1.0
+    return 1 + 0.5 * len(query.tags.intersection(tags)) / len(tags)
+
+
+def _project_factor(project: Any, query: _Query) -> float:
+    """1.0 for an entry without a project, 1.5 for the query's project, else 0.5."""
+    if project is None:
+        return 1.0
+    return 1.5 if project == query.project else 0.5
+
+
+def _message_factor(shared_words: int, query: _Query) -> float:
+    """``1 + 1.5 * overlap`` when the overlap is above 0.15, else 1.0.
+
+    ``overlap = shared_words / |W(message)|``; at most
+    ``_message_factor(len(query.words), query)``: every message word shared.
+    """
+    if query.words:
+        overlap = shared_words / len(query.words)
+        if overlap > 0.15:
+            return 1 + 1.5 * overlap
+    return 1.0
+
+
+def _base_priority(entry: Mapping[str, Any], label: str) -> float:
+    raw = entry.get("base_priority", 5)
+    try:
+        base = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{label}: base_priority must be a number, got {raw!r}") from None
+    if not math.isfinite(base):
+        raise ValueError(f"{label}: base_priority must be finite, got {raw!r}")
+    return base
+
+
+def _shared_words(text: str, query: _Query) -> int:
+    """``|W(text) & W(message)|``: only the message's words are looked for."""
+    return len(set(query.pattern.findall(text.lower())))
+
+
+# W(text) is read with C-level steps only, since a build reads every entry:
+# lowercase; encode to UTF-8 (every byte of a non-ASCII character is above
+# 127); turn every byte but [a-z0-9] into a space; back to str (now ASCII);
+# split; drop the runs of one or two characters and the stopwords. That is
+# the set of [a-z0-9] runs of text.lower() longer than 2 characters and not
+# stopwords. (Words stay str: dicts and sets have a fast path for str keys.)
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+_SPACED = bytes(byte if byte in _ALNUM.encode("ascii") else 32 for byte in range(256))
+_NOT_WORDS = frozenset((*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS))
+
+
+def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[str]]:
+    """W(text) for each of ``texts``."""
+    encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
+    spaced = map(bytes.decode, map(bytes.translate, encoded, repeat(_SPACED)))
+    return map(frozenset.difference, map(frozenset, map(str.split, spaced)), repeat(_NOT_WORDS))
+
+
+def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> int:
+    """``token_count`` when a positive int, else the counter's (at least 1)."""
+    count = entry.get("token_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count
+    text = _content(entry)
+    if token_counter is default_token_counter:
+        return max(1, len(text) // 4)
+    return _check_count(token_counter(text), _label(entry, index))
+
+
+
+# --------------------------------------------------------------------------
 # retrieve: fill one pool
 # --------------------------------------------------------------------------
 
@@ -213,6 +412,7 @@ def retrieve(
     token_counter: TokenCounter = default_token_counter,
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
+    max_always_tokens: Optional[int] = None,
 ) -> List[E]:
     """Fill one pool: every active always-scope entry, then the best-scored rest.
 
@@ -234,11 +434,17 @@ def retrieve(
     ``now`` when it takes no such parameter) and must return a finite number;
     ``now`` is the call's instant, read once per call (the current UTC time
     when ``now=None``), so every entry is scored at the same moment.
+
+    ``max_always_tokens`` caps the always tier: when the always-scope entries
+    that load cost more, the call raises :class:`AlwaysScopeOverflowError`
+    rather than drop one (``None``, the default: no ceiling).
     """
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
-    call = _Call(entries, context, scorer, token_counter, is_active, now)
-    return call.fill(pool, taken=frozenset())
+    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
+    picked = call.fill(pool, taken=frozenset())
+    call.always.check_ceiling()
+    return picked
 
 
 # --------------------------------------------------------------------------
@@ -255,6 +461,7 @@ def retrieve_pools(
     token_counter: TokenCounter = default_token_counter,
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
+    max_always_tokens: Optional[int] = None,
 ) -> Dict[str, List[E]]:
     """Fill several pools in order; an entry lands in at most one pool.
 
@@ -270,16 +477,255 @@ def retrieve_pools(
     The result's keys follow the pool order. Duplicate pool names raise
     ``ValueError``; a single ``Pool`` instead of a sequence raises ``TypeError``.
     Each entry is tested, scored and measured at most once per call.
+    ``max_always_tokens`` caps the always tier of the whole call (all pools
+    together), as for :func:`retrieve`.
     """
     checked = _check_pools(pools)
-    call = _Call(entries, context, scorer, token_counter, is_active, now)
+    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
     taken: Set[int] = set()
     result: Dict[str, List[E]] = {}
     for pool in checked:
         picked = call.fill(pool, taken=taken)
         taken.update(id(entry) for entry in picked)
         result[pool.name] = picked
+    call.always.check_ceiling()
     return result
+
+
+# --------------------------------------------------------------------------
+# THE INVARIANT: always-scope entries load first, outside every budget
+# --------------------------------------------------------------------------
+
+
+class _AlwaysTier:
+    """The always-scope step that every fill, stateless and prepared, starts with.
+
+    A pool loads every usable always-scope entry of its types, in input
+    order, before its budget opens, and charges them to neither
+    ``max_tokens`` nor ``max_entries``: so no amount of fresh, high-scoring
+    content can crowd a behavioural correction out. That is the reason this
+    library exists. The only limit is the call's ``max_always_tokens``, which
+    raises (never drops) when the tier costs more.
+    """
+
+    __slots__ = ("by_type", "cost", "entries", "limit", "loaded")
+
+    def __init__(
+        self,
+        by_type: Iterable[Tuple[Any, Sequence[int]]],
+        entries: Sequence[Mapping[str, Any]],
+        cost: Callable[[int], int],
+        limit: Optional[int],
+    ) -> None:
+        self.by_type = by_type  # (entry type, its always-scope entries in input order)
+        self.entries, self.cost = entries, cost
+        self.limit = _check_limit(limit)
+        self.loaded: List[int] = []
+
+    def load(self, pool: Pool, usable: Optional[Callable[[int], bool]] = None) -> List[int]:
+        """The always-scope entries ``pool`` loads first: every usable one of its types."""
+        tier = sorted(i for entry_type, members in self.by_type if pool.accepts(entry_type)
+                      for i in members)
+        if usable is not None:
+            tier = [i for i in tier if usable(i)]
+        self.loaded.extend(tier)
+        return tier
+
+    def check_ceiling(self) -> None:
+        """Raise :class:`AlwaysScopeOverflowError` when the loaded tier costs over the limit."""
+        if self.limit is not None:
+            total = sum(map(self.cost, self.loaded))
+            if total > self.limit:
+                raise AlwaysScopeOverflowError([self.entries[i] for i in self.loaded], total,
+                                               self.limit)
+
+
+# --------------------------------------------------------------------------
+# The stateless engine
+# --------------------------------------------------------------------------
+
+
+class _Candidate(NamedTuple):
+    """A heap item: an entry scored exactly, ordered by the spec's sort key."""
+
+    neg_score: Any
+    created: str
+    id: str
+    position: int  # in the input (stateless) or in the store then extras (prepared)
+
+
+class _Marker(NamedTuple):
+    """A heap item: an upper bound standing for entries not yet scored exactly.
+
+    Its text fields are "" and its kind is negative, so it sorts before every
+    candidate of an equal score: a candidate pops only when no marker can
+    still beat it, and the fill order is the one of exact keys.
+    """
+
+    neg_bound: float
+    created: str  # always ""
+    id: str  # always ""
+    kind: int  # _LAZY, _STREAM or _START
+    ref: int  # the entry (_LAZY), the stream (_STREAM), the next stream to start (_START)
+
+
+_LAZY = -1  # stateless: an entry whose message factor is not computed yet
+_STREAM = -1  # prepared: a started stream's next entry
+_START = -2  # prepared: the streams not started yet
+
+
+class _Call:
+    """One call's work: each entry is tested, scored and measured at most once."""
+
+    def __init__(
+        self,
+        entries: Iterable[Any],
+        context: Optional[Mapping[str, Any]],
+        scorer: Scorer,
+        token_counter: TokenCounter,
+        is_active: ActivityTest,
+        now: Optional[datetime],
+        max_always_tokens: Optional[int] = None,
+    ) -> None:
+        self.entries = _check_entries(entries)
+        for name, fn in (("scorer", scorer), ("token_counter", token_counter),
+                         ("is_active", is_active)):
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        self.context = context
+        self.query = _Query.from_context(context)
+        self.now = _utc_now(now)
+        self.now_us = _epoch_us(self.now)
+        self.scorer = scorer
+        self.scorer_takes_now = scorer is default_scorer or _takes_now(scorer)
+        self.token_counter = token_counter
+        self.active = [i for i, entry in enumerate(self.entries) if is_active(entry)]
+        self.scores: Dict[int, Any] = {}
+        self.partial_scores: Dict[int, float] = {}
+        self.costs: Dict[int, int] = {}
+        entries_ = self.entries
+        self.contextual = [i for i in self.active if entries_[i].get("scope") != "always"]
+        self.always = _AlwaysTier(
+            [(entries_[i].get("type", "note"), (i,)) for i in self.active
+             if entries_[i].get("scope") == "always"],
+            entries_, self.cost, max_always_tokens)
+
+    def fill(
+        self,
+        pool: Pool,
+        taken: AbstractSet[int],
+        trace: Optional[Dict[int, Decision]] = None,
+        ledgers: Optional[Dict[str, Ledger]] = None,
+    ) -> List[Any]:
+        """Fill one pool; with ``trace``, record a Decision per entry considered.
+
+        Without a trace, the default scorer's message factor (the costly part)
+        is computed only for entries that can still win: each enters the heap
+        as a :class:`_Marker` bounding its score over every message factor,
+        and is scored exactly when popped.
+        """
+        entries = self.entries
+        always = self.always.load(pool, (lambda i: id(entries[i]) not in taken) if taken else None)
+        picked: List[Any] = [entries[i] for i in always]
+
+        lazy = trace is None and self.scorer is default_scorer and bool(self.query.words)
+        message_max = _message_factor(len(self.query.words), self.query)
+        contextual: List[Any] = []
+        for i in self.contextual:
+            entry = entries[i]
+            if id(entry) in taken or not pool.accepts(entry.get("type", "note")):
+                continue
+            if lazy:
+                partial = self.partial_score(i)
+                # The largest score over the message factor's range [1, max].
+                contextual.append(_Marker(-max(partial, partial * message_max), "", "", _LAZY, i))
+            else:
+                contextual.append(self.key(i))
+
+        heapq.heapify(contextual)
+        tokens_left, slots_left = pool.max_tokens, pool.max_entries
+        skipped: List[Tuple[int, int]] = []  # (index, tokens left at its turn)
+        while contextual and slots_left > 0 and tokens_left > 0:
+            item = heapq.heappop(contextual)
+            i = item[-1]
+            cost = self.cost(i)
+            if type(item) is _Marker:  # score exactly, unless it can never fit
+                if cost <= tokens_left:
+                    heapq.heappush(contextual, self.key(i))
+                continue
+            if cost <= tokens_left:
+                picked.append(entries[i])
+                tokens_left -= cost
+                slots_left -= 1
+                if trace is not None:
+                    trace[i] = self.decision(i, "selected", pool, rank=len(picked) - 1)
+            elif trace is not None:
+                skipped.append((i, tokens_left))
+
+        if trace is not None and ledgers is not None:
+            for rank, i in enumerate(always):
+                trace[i] = Decision(entries[i], i, "always", pool.name,
+                                    cost=self.cost(i), rank=rank)
+            for i, left in skipped:
+                trace[i] = self.decision(i, "over_tokens", pool, tokens_left=left)
+            # The scan ended early: the cap was reached, or no token is left.
+            late = "over_entries" if slots_left == 0 else "over_tokens"
+            for key in contextual:
+                trace[key[-1]] = self.decision(key[-1], late, pool, tokens_left=(
+                    tokens_left if late == "over_tokens" else None))
+            ledgers[pool.name] = Ledger(
+                pool.name, pool.max_tokens, pool.max_entries,
+                tokens_used=pool.max_tokens - tokens_left,
+                selected=pool.max_entries - slots_left,
+                always=len(always),
+                always_tokens=sum(self.cost(i) for i in always),
+                skipped_tokens=len(skipped) + (len(contextual) if late == "over_tokens" else 0),
+                skipped_entries=len(contextual) if late == "over_entries" else 0,
+            )
+        return picked
+
+    def decision(self, i: int, outcome: str, pool: Pool, *, rank: Optional[int] = None,
+                 tokens_left: Optional[int] = None) -> Decision:
+        return Decision(self.entries[i], i, outcome, pool.name, score=self.score(i),
+                        cost=self.cost(i), tokens_left=tokens_left, rank=rank)
+
+    def key(self, i: int) -> _Candidate:
+        entry = self.entries[i]
+        return _Candidate(-self.score(i), _sort_text(entry, "created"), _sort_text(entry, "id"),
+                          i)
+
+    def partial_score(self, i: int) -> float:
+        """The default score with its message factor at 1 (validated once)."""
+        if i not in self.partial_scores:
+            entry = self.entries[i]
+            label = _label(entry, i)
+            tags = _tag_set(entry.get("tags"), f"{label}: tags")
+            days = _days(_time_us(entry.get("created")), self.now_us)
+            value = _score(_base_priority(entry, label), _recency(days),
+                           _tag_factor(tags, self.query),
+                           _project_factor(entry.get("project"), self.query), 1.0)
+            self.partial_scores[i] = _check_score(value, label)
+        return self.partial_scores[i]
+
+    def score(self, i: int) -> Any:
+        if i not in self.scores:
+            entry = self.entries[i]
+            label = _label(entry, i)
+            if self.scorer is default_scorer:
+                shared = _shared_words(_content(entry), self.query) if self.query.words else 0
+                # The message factor comes last: the score is the partial times it, exactly.
+                value: Any = self.partial_score(i) * _message_factor(shared, self.query)
+            elif self.scorer_takes_now:
+                value = self.scorer(entry, self.context, now=self.now)
+            else:
+                value = self.scorer(entry, self.context)
+            self.scores[i] = _check_score(value, label)
+        return self.scores[i]
+
+    def cost(self, i: int) -> int:
+        if i not in self.costs:
+            self.costs[i] = _cost(self.entries[i], i, self.token_counter)
+        return self.costs[i]
 
 
 # --------------------------------------------------------------------------
@@ -368,6 +814,7 @@ def explain_pools(
     token_counter: TokenCounter = default_token_counter,
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
+    max_always_tokens: Optional[int] = None,
 ) -> Explanation:
     """Run :func:`retrieve_pools` and say why each entry was or was not loaded.
 
@@ -386,15 +833,18 @@ def explain_pools(
     every entry a pool considered, always-scope ones and those the fill
     never reached included, so a ``token_counter`` that fails on such an
     entry raises here where :func:`retrieve_pools` would not have asked.
+    With ``max_always_tokens``, an always tier costing more raises
+    :class:`AlwaysScopeOverflowError`, as :func:`retrieve_pools` does.
     """
     checked = _check_pools(pools)
-    call = _Call(entries, context, scorer, token_counter, is_active, now)
+    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
     trace: Dict[int, Decision] = {}
     ledgers: Dict[str, Ledger] = {}
     taken: Set[int] = set()
     for pool in checked:
         picked = call.fill(pool, taken=taken, trace=trace, ledgers=ledgers)
         taken.update(id(entry) for entry in picked)
+    call.always.check_ceiling()
     active = set(call.active)
     decisions = []
     for i, entry in enumerate(call.entries):
@@ -491,15 +941,7 @@ class PreparedStore:
         """Prepare again from ``entries`` (default: the stored ones)."""
         listed = _check_entries(self._index.entries if entries is None else entries)
         index = _Index(self.token_counter, self.is_active)
-        # A bulk build allocates many containers and no cyclic garbage; the
-        # cyclic collector would rescan them again and again (a fifth of the time).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            index.build(listed)
-        finally:
-            if collecting:
-                gc.enable()
+        index.build(listed)
         with self._lock:
             self._index = index
 
@@ -520,13 +962,16 @@ class PreparedStore:
         *,
         scorer: Scorer = default_scorer,
         now: Optional[datetime] = None,
+        max_always_tokens: Optional[int] = None,
     ) -> Dict[str, List[Mapping[str, Any]]]:
         """What :func:`retrieve_pools` gives over the stored entries."""
         if scorer is not default_scorer:
-            decided = self.decide(pools, context, scorer=scorer, now=now)
+            decided = self.decide(pools, context, scorer=scorer, now=now,
+                                  max_always_tokens=max_always_tokens)
             return {name: [d.entry for d in picked] for name, picked in decided.items()}
-        entries, picks = self._picks(_check_pools(pools), context, now, [], None)
-        return {name: [entries[pick[0]] for pick in picked] for name, picked in picks.items()}
+        entries, picks = self._picks(_check_pools(pools), context, now, [], None,
+                                     max_always_tokens)
+        return {name: [entries[pick.position] for pick in picked] for name, picked in picks.items()}
 
     def explain_pools(
         self,
@@ -537,6 +982,7 @@ class PreparedStore:
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+        max_always_tokens: Optional[int] = None,
     ) -> Explanation:
         """What :func:`explain_pools` gives over the stored entries (every entry is read).
 
@@ -547,7 +993,8 @@ class PreparedStore:
         """
         checked = _check_pools(pools)
         entries = self._entries_with(_check_entries(extra))
-        return self._stateless(entries, checked, context, scorer, now, include)
+        return self._stateless(entries, checked, context, scorer, now, include,
+                               max_always_tokens)
 
     def decide(
         self,
@@ -558,6 +1005,7 @@ class PreparedStore:
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+        max_always_tokens: Optional[int] = None,
     ) -> Dict[str, List[Decision]]:
         """The loaded entries of each pool as Decisions (score, cost, rank), in load order.
 
@@ -567,13 +1015,15 @@ class PreparedStore:
         pool-split runs (a tenant filter). The result equals
         ``explain_pools(...).loaded()`` over the kept entries; a Decision's
         ``index`` is its position among the stored entries followed by ``extra``.
+        ``max_always_tokens`` is as for :func:`retrieve_pools`, over the kept entries.
         """
         checked = _check_pools(pools)
         extra = _check_entries(extra)
         if scorer is not default_scorer:
             entries = self._entries_with(extra)
-            return self._stateless(entries, checked, context, scorer, now, include).loaded()
-        entries, picks = self._picks(checked, context, now, extra, include)
+            return self._stateless(entries, checked, context, scorer, now, include,
+                                   max_always_tokens).loaded()
+        entries, picks = self._picks(checked, context, now, extra, include, max_always_tokens)
         return {
             name: [Decision(entries[i], i, outcome, name, score=score, cost=cost, rank=rank)
                    for i, outcome, score, cost, rank in picked]
@@ -587,12 +1037,14 @@ class PreparedStore:
         now: Optional[datetime],
         extra: List[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
     ) -> Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]]]:
         """The default-scorer walk; returns the entries it indexed into."""
         with self._lock:  # a query never sees an add half done
             index = self._index
             entries = index.entries + extra if extra else index.entries
-            return entries, _PreparedQuery(index, entries, context, now, include).run(pools)
+            query = _PreparedQuery(index, entries, context, now, include, max_always_tokens)
+            return entries, query.run(pools)
 
     def _entries_with(self, extra: List[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
         """The stored entries then ``extra``, copied under the lock for a stateless pass.
@@ -610,13 +1062,14 @@ class PreparedStore:
         scorer: Scorer,
         now: Optional[datetime],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
     ) -> Explanation:
         """explain_pools over the kept entries, with indices into ``entries``."""
         kept = list(range(len(entries))) if include is None else [
             i for i, entry in enumerate(entries) if include(entry)]
         got = explain_pools([entries[i] for i in kept], pools, context, scorer=scorer,
                             token_counter=self.token_counter, is_active=self.is_active,
-                            now=now)
+                            now=now, max_always_tokens=max_always_tokens)
         if include is None:
             return got
         return Explanation(
@@ -822,20 +1275,55 @@ def _insort(members: List[int], i: int, key: Callable[[int], int]) -> int:
     return lo
 
 
+class _Pick(NamedTuple):
+    """One loaded entry inside a prepared query."""
+
+    position: int  # in the store, then this query's extras
+    outcome: str  # "always" or "selected"
+    score: Optional[float]  # None for always-scope entries
+    cost: int
+    rank: int
+
+
+class _Stream(NamedTuple):
+    """Entries newest first that one heap marker stands for, and how to bound them.
+
+    A group stream (type, priority, project) owes entries that share no tag
+    and no word with the query: its tag and message factors are 1. A word or
+    tag stream of a (type, project) kind owes entries that may share both: it
+    carries the kind's top priority and the largest tag and message factors.
+    """
+
+    members: List[int]
+    group: Tuple[Any, float, Any]  # (type, base priority or the kind's top one, project)
+    is_group: bool
+    tags: float  # the largest tag factor an entry of this stream can have
+    message: float  # the largest message factor an entry of this stream can have
+
+
 class _PreparedQuery:
     """One default-scorer query over a prepared index: a best-first walk with bounds.
 
-    The heap holds real candidates ``(-score, created, id, index)`` and
-    markers ``(-bound, "", "", kind, n)``. A marker's bound is at least the
-    score of every entry it still stands for, and it sorts before real keys
-    of an equal score; so a real candidate pops only when no unvisited entry
-    can beat it -- the fill order is the stateless one. Streams: each group
-    newest first (its bound is the next entry's exact plain score), and per
-    (type, project) each message word and context tag, newest first (the top
-    priority there times the largest tag and message factors). Streams start
-    lazily, in the order of a bound that holds before any entry is read
-    (recency at most 1), behind one activation marker (kind -2); a started
-    stream has its own marker (kind -1).
+    The heap holds :class:`_Candidate` items (entries scored exactly) and
+    :class:`_Marker` items (bounds standing for entries not yet read).
+
+    # invariants:
+    1) A stream's marker bound is >= the score of every entry the stream still
+       owes: it is :func:`_score` of the same factor functions, each at its
+       largest for what is left (recency of the stream's next entry, as
+       streams run newest first and recency only falls with age).
+    2) Every unread entry that can still load is owed by at least one stream
+       with a marker in the heap, or by the _START marker, whose bound (recency
+       at most 1) is >= every not-yet-started stream's.
+    3) A marker sorts before every candidate of an equal score, so a candidate
+       pops only when nothing unread can beat it: the fill order is the
+       stateless one, ``(-score, created, id, index)``.
+    4) A stream skips an entry only when it can never load in this pool: taken
+       by an earlier pool, filtered out by ``include``, already seen, or
+       costing more than the tokens left (tokens only decrease); a group's
+       suffix-minimum cost skips its whole tail at once.
+    5) Always-scope entries are never in a stream: :class:`_AlwaysTier` loads
+       them first, outside the budget.
     """
 
     def __init__(
@@ -845,6 +1333,7 @@ class _PreparedQuery:
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
     ) -> None:
         self.index, self.entries, self.include = index, entries, include
         self.query = _Query.from_context(context)
@@ -858,14 +1347,11 @@ class _PreparedQuery:
         facts = self.facts
         self.exact = list(index.irregular) + [
             i for i in extras if facts[i].active and not facts[i].always]
-        self.always_by_type = index.always
-        extra_always = [i for i in extras if facts[i].always]
+        by_type: Iterable[Tuple[Any, Sequence[int]]] = index.always.items()
+        extra_always = [(facts[i].type, (i,)) for i in extras if facts[i].always]
         if extra_always:
-            self.always_by_type = {t: list(members) for t, members in index.always.items()}
-            for i in extra_always:
-                self.always_by_type.setdefault(facts[i].type, []).append(i)
-        query = self.query
-        self.tag_max = 1.5 if query.tags else 1.0
+            by_type = [*by_type, *extra_always]
+        self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
         self.scores: Dict[int, float] = {}
 
     def run(self, pools: List[Pool]) -> Dict[str, List[_Pick]]:
@@ -873,8 +1359,9 @@ class _PreparedQuery:
         out: Dict[str, List[_Pick]] = {}
         for pool in pools:
             picked = self.fill(pool, taken)
-            taken.update(id(self.entries[pick[0]]) for pick in picked)
+            taken.update(id(self.entries[pick.position]) for pick in picked)
             out[pool.name] = picked
+        self.always.check_ceiling()
         return out
 
     def usable(self, i: int, pool: Pool, taken: AbstractSet[int]) -> bool:
@@ -891,8 +1378,8 @@ class _PreparedQuery:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
                 query = self.query
                 shared = len(query.words.intersection(facts.words)) if query.words else 0
-                self.scores[i] = _combine(facts.base, facts.created_us, facts.tags, group[2],
-                                          shared, query, self.now_us)
+                self.scores[i] = _entry_score(facts.base, facts.created_us, facts.tags, group[2],
+                                              shared, query, self.now_us)
             else:
                 entry = self.entries[i]
                 label = _label(entry, i)
@@ -901,50 +1388,48 @@ class _PreparedQuery:
         return self.scores[i]
 
     def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[_Pick]:
-        facts, include = self.facts, self.include
-        always = sorted(i for entry_type, members in self.always_by_type.items()
-                        if pool.accepts(entry_type) for i in members)
-        if taken or include is not None:
-            always = [i for i in always if self.usable(i, pool, taken)]
-
-        # THE INVARIANT, as in the stateless path: always-scope first, unbudgeted.
-        picked: List[_Pick] = [(i, "always", None, facts[i].cost, rank)
-                               for rank, i in enumerate(always)]
+        facts = self.facts
+        usable = None
+        if taken or self.include is not None:
+            def usable(i: int) -> bool:
+                return self.usable(i, pool, taken)
+        always = self.always.load(pool, usable)
+        picked = [_Pick(i, "always", None, facts[i].cost, rank) for rank, i in enumerate(always)]
 
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         if slots_left == 0 or tokens_left == 0:
             return picked
-        heap: List[Tuple[Any, ...]] = [
-            self.key(i) for i in self.exact if self.usable(i, pool, taken)]
+        heap: List[Any] = [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
         streams, ceilings = self.streams(pool)
         order = sorted(range(len(streams)), key=ceilings.__getitem__, reverse=True)
         if order:
-            heap.append((-ceilings[order[0]], "", "", -2, 0))
+            heap.append(_Marker(-ceilings[order[0]], "", "", _START, 0))
         cursor = [0] * len(streams)
         seen: Set[int] = set()
         heapq.heapify(heap)
         while heap and slots_left > 0 and tokens_left > 0:
             item = heapq.heappop(heap)
-            if len(item) == 5:
-                if item[3] == -2:  # start the next stream, and stand for the rest
-                    at = item[4]
+            if type(item) is _Marker:
+                if item.kind == _START:  # start the next stream, and stand for the rest
+                    at = item.ref
                     self.push_marker(heap, streams, cursor, order[at], pool, taken,
                                      tokens_left, seen)
                     if at + 1 < len(order):
-                        heapq.heappush(heap, (-ceilings[order[at + 1]], "", "", -2, at + 1))
+                        heapq.heappush(heap, _Marker(-ceilings[order[at + 1]], "", "", _START,
+                                                     at + 1))
                     continue
-                s = item[4]  # a started stream: visit its next entry
-                i = streams[s][0][cursor[s]]
+                s = item.ref  # a started stream: visit its next entry
+                i = streams[s].members[cursor[s]]
                 cursor[s] += 1
                 if i not in seen and self.visitable(i, pool, taken, tokens_left):
                     seen.add(i)
                     heapq.heappush(heap, self.key(i))
                 self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
                 continue
-            i = item[3]
+            i = item.position
             cost = facts[i].cost
             if cost <= tokens_left:
-                picked.append((i, "selected", self.scores[i], cost, len(picked)))
+                picked.append(_Pick(i, "selected", self.scores[i], cost, len(picked)))
                 tokens_left -= cost
                 slots_left -= 1
         return picked
@@ -955,48 +1440,49 @@ class _PreparedQuery:
         groups, kinds = index.layout_for(pool)
         streams: List[_Stream] = []
         ceilings: List[float] = []
+        no_tag, no_word = _tag_factor((), query), _message_factor(0, query)  # both 1.0
+        top_recency = _recency(0.0)  # recency is at most this
         for group in groups:
-            streams.append((index.groups[group], group, True, 1.0, 1.0))
-            ceiling = group[1]  # recency is at most 1
-            if group[2] is not None:
-                ceiling *= 1.5 if group[2] == query.project else 0.5
-            ceilings.append(ceiling)
+            streams.append(_Stream(index.groups[group], group, True, no_tag, no_word))
+            ceilings.append(_score(group[1], top_recency, no_tag,
+                                   _project_factor(group[2], query), no_word))
+        all_tags = _tag_factor(query.tags, query)  # every tag of the query shared
         for kind in kinds:
             top = index.max_base[kind]
-            project_factor = 1.0 if kind[1] is None else (
-                1.5 if kind[1] == query.project else 0.5)
             words = index.by_word.get(kind) or {}
             tags = index.by_tag.get(kind) or {}
             # An entry can share at most the message words this kind has at all.
             present = [word for word in query.words if word in words]
-            message = _with_message(1.0, len(present), query)
+            message = _message_factor(len(present), query)
             # Entries with a shared tag are owed by the tag lists (tag factor
-            # up to 1.5); the word lists owe the rest, whose tag factor is 1.
-            for lists, items, tag_factor in ((words, present, 1.0),
-                                             (tags, query.tags, self.tag_max)):
-                ceiling = top * tag_factor * project_factor * message
+            # up to all_tags); the word lists owe the rest, whose tag factor is 1.
+            for lists, items, tag_factor in ((words, present, no_tag),
+                                             (tags, query.tags, all_tags)):
+                ceiling = _score(top, top_recency, tag_factor,
+                                 _project_factor(kind[1], query), message)
                 for item in items:
                     if item in lists:
-                        streams.append((lists[item], (kind[0], top, kind[1]), False,
-                                        tag_factor, message))
+                        streams.append(_Stream(lists[item], (kind[0], top, kind[1]), False,
+                                               tag_factor, message))
                         ceilings.append(ceiling)
         return streams, ceilings
 
-    def key(self, i: int) -> Tuple[Any, str, str, int]:
+    def key(self, i: int) -> _Candidate:
         sort_key = self.facts[i].sort_key
-        return (-self.score(i), sort_key[0], sort_key[1], i)
+        return _Candidate(-self.score(i), sort_key[0], sort_key[1], i)
 
     def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
         # An entry that cannot fit now never will: tokens only decrease.
         return self.facts[i].cost <= tokens_left and self.usable(i, pool, taken)
 
-    def push_marker(self, heap: List[Tuple[Any, ...]], streams: List[_Stream],
+    def push_marker(self, heap: List[Any], streams: List[_Stream],
                     cursor: List[int], s: int, pool: Pool, taken: AbstractSet[int],
                     tokens_left: int, seen: AbstractSet[int]) -> None:
         """Push a marker bounding what stream ``s`` still owes, after skipping dead entries."""
-        members, group, is_group, tag_factor, message = streams[s]
+        stream = streams[s]
+        members, group = stream.members, stream.group
         at, end = cursor[s], len(members)
-        low = self.index.min_cost.get(group) if is_group else None
+        low = self.index.min_cost.get(group) if stream.is_group else None
         facts, entries, include = self.facts, self.entries, self.include
         while at < end:
             if low is not None and low[at] > tokens_left:
@@ -1012,325 +1498,23 @@ class _PreparedQuery:
         cursor[s] = at
         if at == len(members):
             return
-        # The scorer's factors in its order: for a group the next entry's exact
-        # plain score, for a word or tag list the largest tag and message factors.
-        created_us = facts[members[at]].created_us
-        days = (0.0 if created_us is None
-                else max(0.0, (self.now_us - created_us) / 1_000_000 / _DAY_SECONDS))
-        bound = group[1] * max(0.3, 1.0 - 0.7 * days / 90)  # recency, as the scorer has it
-        if not is_group:
-            bound *= tag_factor
-        if group[2] is not None:
-            bound *= 1.5 if group[2] == self.query.project else 0.5
-        if not is_group:
-            bound *= message
-        heapq.heappush(heap, (-bound, "", "", -1, s))
-
-
-#: One loaded entry inside a prepared query: (index, outcome, score, cost, rank).
-_Pick = Tuple[int, str, Optional[float], int, int]
-#: A stream: its entries newest first, (type, priority, project), whether it is a
-#: group, and the largest tag and message factors it owes (1.0 for a group).
-_Stream = Tuple[List[int], Tuple[Any, float, Any], bool, float, float]
+        # Invariant 1: the scorer's factors, each at its largest for what is left.
+        recency = _recency(_days(facts[members[at]].created_us, self.now_us))
+        bound = _score(group[1], recency, stream.tags, _project_factor(group[2], self.query),
+                       stream.message)
+        heapq.heappush(heap, _Marker(-bound, "", "", _STREAM, s))
 
 
 # --------------------------------------------------------------------------
 # Private helpers
 # --------------------------------------------------------------------------
 
-_STOPWORDS = frozenset(
-    "the and for are but not you all can her was one our out day has had his how"
-    " man new now old see two way who did its let put say she too use that this"
-    " with from they them then than have will your what when were been into some"
-    " more very just over only".split()
-)
-_DAY_SECONDS = 86400.0
 # ISO-8601 digits are ASCII: a timestamp in other digits is unparseable (0 days).
 _ISO = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
     r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?)?"
     r"\s*(?:([Zz])|([+-])([0-9]{2})(?::?([0-9]{2}))?)?"
 )
-
-
-class _Query:
-    """A retrieval context reduced once per call to what the scorer compares."""
-
-    __slots__ = ("_pattern", "project", "tags", "words")
-
-    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
-        self.words = words
-        self.project = project
-        self.tags = tags
-        self._pattern: Optional[re.Pattern[str]] = None
-
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        """The message's words as whole ``[a-z0-9]`` runs: finds W(text) & W(message)."""
-        if self._pattern is None:
-            self._pattern = re.compile(
-                r"(?<![a-z0-9])(?:" + "|".join(sorted(self.words)) + r")(?![a-z0-9])"
-            )
-        return self._pattern
-
-    @classmethod
-    def from_context(cls, context: Optional[Mapping[str, Any]]) -> _Query:
-        if context is None:
-            context = {}
-        if not isinstance(context, Mapping):
-            raise TypeError(f"context must be a mapping or None, got {type(context).__name__}")
-        message = context.get("message")
-        if message is not None and not isinstance(message, str):
-            raise TypeError(
-                f"context['message'] must be a str or None, got {type(message).__name__}"
-            )
-        tags = _tag_set(context.get("tags"), "context['tags']")
-        return cls(next(_word_sets([message or ""])), context.get("project"), tags)
-
-
-class _Call:
-    """One call's work: each entry is tested, scored and measured at most once."""
-
-    def __init__(
-        self,
-        entries: Iterable[Any],
-        context: Optional[Mapping[str, Any]],
-        scorer: Scorer,
-        token_counter: TokenCounter,
-        is_active: ActivityTest,
-        now: Optional[datetime],
-    ) -> None:
-        self.entries = _check_entries(entries)
-        for name, fn in (("scorer", scorer), ("token_counter", token_counter),
-                         ("is_active", is_active)):
-            if not callable(fn):
-                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
-        self.context = context
-        self.query = _Query.from_context(context)
-        self.now = _utc_now(now)
-        self.now_us = _epoch_us(self.now)
-        self.scorer = scorer
-        self.scorer_takes_now = scorer is default_scorer or _takes_now(scorer)
-        self.token_counter = token_counter
-        self.active = [i for i, entry in enumerate(self.entries) if is_active(entry)]
-        self.scores: Dict[int, Any] = {}
-        self.partial_scores: Dict[int, float] = {}
-        self.costs: Dict[int, int] = {}
-
-    def fill(
-        self,
-        pool: Pool,
-        taken: AbstractSet[int],
-        trace: Optional[Dict[int, Decision]] = None,
-        ledgers: Optional[Dict[str, Ledger]] = None,
-    ) -> List[Any]:
-        """Fill one pool; with ``trace``, record a Decision per entry considered.
-
-        Without a trace, the default scorer's message factor (the costly part,
-        at most x 2.5) is computed only for entries that can still win: each
-        enters the heap as a bound ``(-bound, "", "", -1, i)`` that sorts
-        before real keys of an equal score, and is scored exactly when popped.
-        """
-        lazy = trace is None and self.scorer is default_scorer and bool(self.query.words)
-        always: List[int] = []
-        contextual: List[Tuple[Any, ...]] = []
-        for i in self.active:
-            entry = self.entries[i]
-            if id(entry) in taken or not pool.accepts(entry.get("type", "note")):
-                continue
-            if entry.get("scope") == "always":
-                always.append(i)
-            elif lazy:
-                partial = self.partial_score(i)
-                contextual.append((-(partial * 2.5 if partial > 0 else partial), "", "", -1, i))
-            else:
-                contextual.append(self.key(i))
-
-        # THE INVARIANT: always-scope entries load first and unconditionally.
-        # They are outside max_tokens and max_entries, so no amount of fresh,
-        # high-scoring content can crowd a behavioural correction out.
-        picked: List[Any] = [self.entries[i] for i in always]
-
-        heapq.heapify(contextual)
-        tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        skipped: List[Tuple[int, int]] = []  # (index, tokens left at its turn)
-        while contextual and slots_left > 0 and tokens_left > 0:
-            item = heapq.heappop(contextual)
-            i = item[-1]
-            cost = self.cost(i)
-            if len(item) == 5:  # a bound: score exactly, unless it can never fit
-                if cost <= tokens_left:
-                    heapq.heappush(contextual, self.key(i))
-                continue
-            if cost <= tokens_left:
-                picked.append(self.entries[i])
-                tokens_left -= cost
-                slots_left -= 1
-                if trace is not None:
-                    trace[i] = self.decision(i, "selected", pool, rank=len(picked) - 1)
-            elif trace is not None:
-                skipped.append((i, tokens_left))
-
-        if trace is not None and ledgers is not None:
-            for rank, i in enumerate(always):
-                trace[i] = Decision(self.entries[i], i, "always", pool.name,
-                                    cost=self.cost(i), rank=rank)
-            for i, left in skipped:
-                trace[i] = self.decision(i, "over_tokens", pool, tokens_left=left)
-            # The scan ended early: the cap was reached, or no token is left.
-            late = "over_entries" if slots_left == 0 else "over_tokens"
-            for key in contextual:
-                trace[key[-1]] = self.decision(key[-1], late, pool, tokens_left=(
-                    tokens_left if late == "over_tokens" else None))
-            ledgers[pool.name] = Ledger(
-                pool.name, pool.max_tokens, pool.max_entries,
-                tokens_used=pool.max_tokens - tokens_left,
-                selected=pool.max_entries - slots_left,
-                always=len(always),
-                always_tokens=sum(self.cost(i) for i in always),
-                skipped_tokens=len(skipped) + (len(contextual) if late == "over_tokens" else 0),
-                skipped_entries=len(contextual) if late == "over_entries" else 0,
-            )
-        return picked
-
-    def decision(self, i: int, outcome: str, pool: Pool, *, rank: Optional[int] = None,
-                 tokens_left: Optional[int] = None) -> Decision:
-        return Decision(self.entries[i], i, outcome, pool.name, score=self.score(i),
-                        cost=self.cost(i), tokens_left=tokens_left, rank=rank)
-
-    def key(self, i: int) -> Tuple[Any, str, str, int]:
-        entry = self.entries[i]
-        return (-self.score(i), _sort_text(entry, "created"), _sort_text(entry, "id"), i)
-
-    def partial_score(self, i: int) -> float:
-        """The default score without its message factor (validated once)."""
-        if i not in self.partial_scores:
-            entry = self.entries[i]
-            label = _label(entry, i)
-            tags = _tag_set(entry.get("tags"), f"{label}: tags")
-            value = _before_message(_base_priority(entry, label), _time_us(entry.get("created")),
-                                    tags, entry.get("project"), self.query, self.now_us)
-            self.partial_scores[i] = _check_score(value, label)
-        return self.partial_scores[i]
-
-    def score(self, i: int) -> Any:
-        if i not in self.scores:
-            entry = self.entries[i]
-            label = _label(entry, i)
-            if self.scorer is default_scorer:
-                shared = _shared_words(_content(entry), self.query) if self.query.words else 0
-                value: Any = _with_message(self.partial_score(i), shared, self.query)
-            elif self.scorer_takes_now:
-                value = self.scorer(entry, self.context, now=self.now)
-            else:
-                value = self.scorer(entry, self.context)
-            self.scores[i] = _check_score(value, label)
-        return self.scores[i]
-
-    def cost(self, i: int) -> int:
-        if i not in self.costs:
-            self.costs[i] = _cost(self.entries[i], i, self.token_counter)
-        return self.costs[i]
-
-
-def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> int:
-    """``token_count`` when a positive int, else the counter's (at least 1)."""
-    count = entry.get("token_count")
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-        return count
-    text = _content(entry)
-    if token_counter is default_token_counter:
-        return max(1, len(text) // 4)
-    return _check_count(token_counter(text), _label(entry, index))
-
-
-def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label: str) -> float:
-    base = _base_priority(entry, label)
-    tags = _tag_set(entry.get("tags"), f"{label}: tags")
-    shared = _shared_words(_content(entry), query) if query.words else 0
-    return _combine(base, _time_us(entry.get("created")), tags, entry.get("project"),
-                    shared, query, _epoch_us(now))
-
-
-def _combine(
-    base: float,
-    created_us: Optional[int],
-    tags: Collection[str],
-    project: Any,
-    shared_words: int,
-    query: _Query,
-    now_us: int,
-) -> float:
-    """The default score from an entry's features: the spec's factors, in its order.
-
-    Both paths (stateless and prepared) score through here, so the order of
-    the floating-point multiplications -- and so every ranking -- is one.
-    Times are integer microseconds since the epoch: ``delta_us / 1_000_000``
-    is exactly ``timedelta.total_seconds()``.
-    """
-    return _with_message(_before_message(base, created_us, tags, project, query, now_us),
-                         shared_words, query)
-
-
-def _before_message(
-    base: float,
-    created_us: Optional[int],
-    tags: Collection[str],
-    project: Any,
-    query: _Query,
-    now_us: int,
-) -> float:
-    """Every factor but the message overlap, which comes last (at most x 2.5)."""
-    days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000 / _DAY_SECONDS)
-    score = base * max(0.3, 1.0 - 0.7 * days / 90)
-    if tags:
-        score *= 1 + 0.5 * sum(1 for tag in tags if tag in query.tags) / len(tags)
-    if project is not None:
-        score *= 1.5 if project == query.project else 0.5
-    return score
-
-
-def _with_message(score: float, shared_words: int, query: _Query) -> float:
-    """The last factor: ``x (1 + 1.5 * overlap)`` when overlap > 0.15."""
-    if query.words:
-        overlap = shared_words / len(query.words)
-        if overlap > 0.15:
-            score *= 1 + 1.5 * overlap
-    return score
-
-
-def _base_priority(entry: Mapping[str, Any], label: str) -> float:
-    raw = entry.get("base_priority", 5)
-    try:
-        base = float(raw)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{label}: base_priority must be a number, got {raw!r}") from None
-    if not math.isfinite(base):
-        raise ValueError(f"{label}: base_priority must be finite, got {raw!r}")
-    return base
-
-
-def _shared_words(text: str, query: _Query) -> int:
-    """``|W(text) & W(message)|``: only the message's words are looked for."""
-    return len(set(query.pattern.findall(text.lower())))
-
-
-# W(text) is read with C-level steps only, since a build reads every entry:
-# lowercase; encode to UTF-8 (every byte of a non-ASCII character is above
-# 127); turn every byte but [a-z0-9] into a space; back to str (now ASCII);
-# split; drop the runs of one or two characters and the stopwords. That is
-# the set of [a-z0-9] runs of text.lower() longer than 2 characters and not
-# stopwords. (Words stay str: dicts and sets have a fast path for str keys.)
-_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
-_SPACED = bytes(byte if byte in _ALNUM.encode("ascii") else 32 for byte in range(256))
-_NOT_WORDS = frozenset((*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS))
-
-
-def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[str]]:
-    """W(text) for each of ``texts``."""
-    encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
-    spaced = map(bytes.decode, map(bytes.translate, encoded, repeat(_SPACED)))
-    return map(frozenset.difference, map(frozenset, map(str.split, spaced)), repeat(_NOT_WORDS))
 
 
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:
@@ -1487,6 +1671,16 @@ def _check_score(value: Any, label: str) -> Any:
         finite = True
     if not finite:
         raise ValueError(f"{label}: scorer must return a finite number, got {value!r}")
+    return value
+
+
+def _check_limit(value: Any) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"max_always_tokens must be an int or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"max_always_tokens must be >= 0, got {value}")
     return value
 
 

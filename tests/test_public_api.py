@@ -37,6 +37,7 @@ KEYWORD_ONLY_DEFAULTS = {
     "token_counter": core.default_token_counter,
     "is_active": core.default_is_active,
     "now": None,
+    "max_always_tokens": None,
 }
 
 

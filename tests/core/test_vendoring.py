@@ -6,6 +6,7 @@ Standard library only, no relative imports, nothing newer than Python 3.9.
 from __future__ import annotations
 
 import ast
+import itertools
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 import poolsplit_core.poolsplit as core
 
 SOURCE = Path(core.__file__)
+ROOT = SOURCE.parent.parent
 
 USE_IT = textwrap.dedent(
     """
@@ -112,9 +114,16 @@ def test_core_imports_only_the_standard_library_and_nothing_relative():
     assert sorted(n for n in names if n not in sys.stdlib_module_names) == []
 
 
-def test_core_file_opens_with_licence_version_and_all():
+def test_core_file_carries_the_whole_licence_text_version_and_all():
+    # The file travels alone: its opening comment holds the LICENSE file's
+    # text word for word, copyright line included.
     text = SOURCE.read_text(encoding="utf-8")
-    assert "MIT" in text.splitlines()[0]
+    lines = text.splitlines()
+    comment = [line[2:] if line.startswith("# ") else line.lstrip("#")
+               for line in itertools.takewhile(lambda line: line.startswith("#"), lines)]
+    licence = (ROOT / "LICENSE").read_text(encoding="utf-8").strip()
+    assert "Copyright (c)" in licence
+    assert licence in "\n".join(comment)
     tree = ast.parse(text)
     assigned = {t.id for node in tree.body if isinstance(node, ast.Assign)
                 for t in node.targets if isinstance(t, ast.Name)}
