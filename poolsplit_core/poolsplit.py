@@ -1135,6 +1135,7 @@ class _Index:
         self.entries: List[Mapping[str, Any]] = []
         self.facts: List[_Facts] = []
         self.always: Dict[Any, List[int]] = {}  # type -> always-scope entries, store order
+        self.always_unhashable: List[Tuple[Any, List[int]]] = []  # (type, [entry]) pairs
         self.irregular: List[int] = []
         self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
@@ -1191,7 +1192,10 @@ class _Index:
     def register(self, i: int, facts: _Facts) -> None:
         """File an always-scope or irregular entry (kept in store order)."""
         if facts.active and facts.always:
-            self.always.setdefault(facts.type, []).append(i)
+            try:
+                self.always.setdefault(facts.type, []).append(i)
+            except TypeError:  # a type no dict can key (a list): the scorer still takes it
+                self.always_unhashable.append((facts.type, [i]))
         elif facts.active and facts.group is None:
             self.irregular.append(i)
 
@@ -1349,8 +1353,8 @@ class _PreparedQuery:
             i for i in extras if facts[i].active and not facts[i].always]
         by_type: Iterable[Tuple[Any, Sequence[int]]] = index.always.items()
         extra_always = [(facts[i].type, (i,)) for i in extras if facts[i].always]
-        if extra_always:
-            by_type = [*by_type, *extra_always]
+        if extra_always or index.always_unhashable:
+            by_type = [*by_type, *index.always_unhashable, *extra_always]
         self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
         self.scores: Dict[int, float] = {}
 

@@ -176,3 +176,19 @@ def test_building_a_prepared_store_leaves_the_garbage_collector_alone():
     prepared.rebuild()
     assert len(seen) == 600 and all(seen)
     assert gc.isenabled()
+
+
+def test_a_prepared_store_loads_an_always_scope_entry_whose_type_is_unhashable():
+    # The stateless path accepts any type a pool's `in` test can compare; a
+    # prepared store must load the same correction, not fail on a dict key.
+    store = [{"id": "odd-fix", "type": ["x"], "scope": "always"}, {"id": "b", "type": ["x"]},
+             {"id": "fix", "scope": "always"}]
+    pools = [Pool("all", max_tokens=10, max_entries=5)]
+    want = [e["id"] for e in retrieve_pools(store, pools, now=NOW)["all"]]
+    assert want == ["odd-fix", "fix", "b"]
+    prepared = PreparedStore(store[:1])
+    prepared.add(store[1])
+    prepared.add(store[2])
+    assert [e["id"] for e in prepared.retrieve_pools(pools, now=NOW)["all"]] == want
+    only_notes = [Pool("notes", max_tokens=10, max_entries=5, types=("note",))]
+    assert [e["id"] for e in prepared.retrieve_pools(only_notes, now=NOW)["notes"]] == ["fix"]
