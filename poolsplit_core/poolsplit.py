@@ -51,6 +51,7 @@ imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import inspect
@@ -58,10 +59,12 @@ import math
 import numbers
 import re
 import threading
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from itertools import repeat
+from types import MappingProxyType
 from typing import (
     AbstractSet,
     Any,
@@ -73,6 +76,7 @@ from typing import (
     Iterator,
     List,
     Mapping,
+    MutableSequence,
     NamedTuple,
     Optional,
     Sequence,
@@ -297,7 +301,7 @@ def _entry_score(
     now_us: int,
 ) -> float:
     """The default score from an entry's parsed fields (both paths score through here)."""
-    return _score(base, _recency(_days(created_us, now_us)), _tag_factor(tags, query),
+    return _score(base, _recency(created_us, now_us), _tag_factor(tags, query),
                   _project_factor(project, query), _message_factor(shared_words, query))
 
 
@@ -306,19 +310,15 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
     return base * recency * tags * project * message
 
 
-def _days(created_us: Optional[int], now_us: int) -> float:
-    """The age at ``now`` in fractional days; undated or future counts as 0.
+def _recency(created_us: Optional[int], now_us: int) -> float:
+    """Linear decay over 90 days of age with a floor of 0.3; at most 1.0 (age 0).
 
-    Times are integer microseconds since the epoch: ``delta_us / 1_000_000``
-    is exactly ``timedelta.total_seconds()``.
+    The age is taken at ``now`` in fractional days; undated or future counts
+    as 0 days. Times are integer microseconds since the epoch:
+    ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``.
     """
-    if created_us is None:
-        return 0.0
-    return max(0.0, (now_us - created_us) / 1_000_000 / _DAY_SECONDS)
-
-
-def _recency(days: float) -> float:
-    """Linear decay over 90 days with a floor of 0.3; at most ``_recency(0.0)`` (1.0)."""
+    days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000
+                                              / _DAY_SECONDS)
     return max(0.3, 1.0 - 0.7 * days / 90)
 
 
@@ -569,6 +569,10 @@ class _Marker(NamedTuple):
     ref: int  # the entry (_LAZY), the stream (_STREAM), the next stream to start (_START)
 
 
+# Heap items are built with tuple.__new__(_Marker, (...)): the same named
+# tuple, without the Python frame of its constructor (a hot path).
+_new = tuple.__new__
+
 _LAZY = -1  # stateless: an entry whose message factor is not computed yet
 _STREAM = -1  # prepared: a started stream's next entry
 _START = -2  # prepared: the streams not started yet
@@ -638,7 +642,8 @@ class _Call:
             if lazy:
                 partial = self.partial_score(i)
                 # The largest score over the message factor's range [1, max].
-                contextual.append(_Marker(-max(partial, partial * message_max), "", "", _LAZY, i))
+                contextual.append(_new(_Marker, (-max(partial, partial * message_max), "", "",
+                                                 _LAZY, i)))
             else:
                 contextual.append(self.key(i))
 
@@ -691,8 +696,8 @@ class _Call:
 
     def key(self, i: int) -> _Candidate:
         entry = self.entries[i]
-        return _Candidate(-self.score(i), _sort_text(entry, "created"), _sort_text(entry, "id"),
-                          i)
+        return _new(_Candidate, (-self.score(i), _sort_text(entry, "created"),
+                                 _sort_text(entry, "id"), i))
 
     def partial_score(self, i: int) -> float:
         """The default score with its message factor at 1 (validated once)."""
@@ -700,8 +705,8 @@ class _Call:
             entry = self.entries[i]
             label = _label(entry, i)
             tags = _tag_set(entry.get("tags"), f"{label}: tags")
-            days = _days(_time_us(entry.get("created")), self.now_us)
-            value = _score(_base_priority(entry, label), _recency(days),
+            recency = _recency(_time_us(entry.get("created")), self.now_us)
+            value = _score(_base_priority(entry, label), recency,
                            _tag_factor(tags, self.query),
                            _project_factor(entry.get("project"), self.query), 1.0)
             self.partial_scores[i] = _check_score(value, label)
@@ -892,8 +897,10 @@ class PreparedStore:
     >>> [e["id"] for e in got["all"]]
     ['fix', 'a']
     >>> store.add({"id": "c", "content": "deploy the api now"})
-    >>> len(store)
-    4
+    >>> store.upsert({"id": "a", "content": "deploy the web app"})  # replaces "a" in place
+    >>> store.delete("b")
+    >>> [e["id"] for e in store.entries]
+    ['fix', 'a', 'c']
 
     Building reads every entry once: activity, type, scope, cost, parsed
     ``created``, tags and the words of its content. Entries of one type,
@@ -905,12 +912,25 @@ class PreparedStore:
     entries that can still matter. Results are identical to
     :func:`retrieve_pools` over :attr:`entries` (same objects, same order).
 
-    Entries are treated as immutable once added: the store notices nothing
-    changed inside an entry afterwards; call :meth:`rebuild` after such a
-    change. :meth:`add` appends without a rebuild. A scorer other than
-    :func:`default_scorer` falls back to the stateless path, correctly.
-    The store may be shared by threads: queries and :meth:`add` take one
-    lock, so a query never sees an add half done.
+    A living store: :meth:`add` appends, :meth:`upsert` replaces the entry
+    with the same ``id`` in its place (so ties break as before) or appends,
+    :meth:`delete` removes one by ``id`` -- none of them rebuilds. Entries
+    without an ``id`` can be added but not upserted or deleted; an ``id``
+    held by several stored entries (allowed, as in a plain list) makes
+    upsert and delete refuse it as ambiguous. An entry is read when it is
+    written: one the default scorer would refuse (a non-numeric
+    ``base_priority``, ``tags`` that are not strings) is refused then, naming
+    it, rather than on every later query. The store notices nothing changed
+    inside an entry afterwards: upsert the changed entry, or :meth:`rebuild`.
+
+    Tenants: with ``partition_key="user_id"`` the store is prepared per value
+    of that key, and a query whose ``where`` names that key (as a tenant
+    filter does) walks only that tenant's entries, so it costs what the
+    tenant's share costs. A query without it reads every entry (stateless).
+
+    A scorer other than :func:`default_scorer` falls back to the stateless
+    path, correctly. The store may be shared by threads: queries and writes
+    take one lock, so a query never sees a write half done.
     """
 
     def __init__(
@@ -919,41 +939,120 @@ class PreparedStore:
         *,
         token_counter: TokenCounter = default_token_counter,
         is_active: ActivityTest = default_is_active,
+        partition_key: Optional[str] = None,
     ) -> None:
         for name, fn in (("token_counter", token_counter), ("is_active", is_active)):
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        if partition_key is not None and not isinstance(partition_key, str):
+            raise TypeError(f"partition_key must be a str or None, got {partition_key!r}")
         self.token_counter = token_counter
         self.is_active = is_active
+        self.partition_key = partition_key
         self._lock = threading.Lock()
-        self._index = _Index(token_counter, is_active)
+        self._slots: List[Mapping[str, Any]] = []
         self.rebuild(entries)
+
+    # invariants:
+    # 1) _slots holds every entry ever written since the last rebuild, in
+    #    write order; a deleted one is _DELETED there, and its position is in
+    #    _gaps (sorted). The live entries, in order, are the store's entries.
+    # 2) Each part (one per partition value; one in all when unpartitioned)
+    #    is an _Index over its entries in slot order, with slots[n] the slot
+    #    of its n-th entry (None for the one part: the n-th slot); a deleted
+    #    entry is _DELETED in its part too.
+    # 3) _by_id maps each hashable id held by one entry to its slot, and
+    #    _shared_ids each id held by several to their slots.
 
     @property
     def entries(self) -> List[Mapping[str, Any]]:
         """The stored entries, in the order they were added (a new list)."""
-        return list(self._index.entries)
+        with self._lock:
+            return [entry for entry in self._slots if entry is not _DELETED]
 
     def __len__(self) -> int:
-        return len(self._index.entries)
+        return len(self._slots) - len(self._gaps)
 
     def rebuild(self, entries: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
         """Prepare again from ``entries`` (default: the stored ones)."""
-        listed = _check_entries(self._index.entries if entries is None else entries)
-        index = _Index(self.token_counter, self.is_active)
-        index.build(listed)
+        listed = _check_entries(self.entries if entries is None else entries)
+        key = self.partition_key
+        parts: Dict[Any, _Part] = {}
+        if key is None:
+            part = parts[_WHOLE] = _Part(self.token_counter, self.is_active, None)
+            part.index.build(list(listed))
+        else:
+            members: Dict[Any, List[Mapping[str, Any]]] = {}
+            for slot, entry in enumerate(listed):
+                value = _partition_of(entry, key, slot)
+                if value not in parts:
+                    parts[value] = _Part(self.token_counter, self.is_active, _positions())
+                    members[value] = []
+                cast(MutableSequence[int], parts[value].slots).append(slot)
+                members[value].append(entry)
+            for value, part in parts.items():
+                part.index.build(members[value])
+        gaps: List[int] = []
+        by_id: Dict[Any, int] = {}
+        shared_ids: Dict[Any, List[int]] = {}
+        for slot, entry in enumerate(listed):
+            _file_id(by_id, shared_ids, entry.get("id"), slot)
         with self._lock:
-            self._index = index
+            self._slots, self._gaps, self._parts = listed, gaps, parts
+            self._by_id, self._shared_ids = by_id, shared_ids
 
     def add(self, entry: Mapping[str, Any]) -> None:
-        """Add one entry without a rebuild; it is never mutated."""
+        """Add one entry at the end, without a rebuild; it is never mutated."""
         with self._lock:
-            if not isinstance(entry, Mapping):
-                raise TypeError(
-                    f"entry at index {len(self._index.entries)} must be a mapping (dict),"
-                    f" got {type(entry).__name__}"
-                )
-            self._index.insert(entry)
+            self._check_new(entry)
+            self._append(entry)
+
+    def upsert(self, entry: Mapping[str, Any]) -> None:
+        """Replace the stored entry with this entry's ``id`` in its place, or add it.
+
+        >>> store = PreparedStore([{"id": "a", "content": "old"}, {"id": "b"}])
+        >>> store.upsert({"id": "a", "content": "new"})
+        >>> [(e["id"], e.get("content")) for e in store.entries]
+        [('a', 'new'), ('b', None)]
+
+        Raises ValueError for an entry without an ``id`` (use :meth:`add`),
+        for an ``id`` that several stored entries hold, and for a
+        replacement that would move the entry to another partition.
+        """
+        with self._lock:
+            self._check_new(entry)
+            slot = self._slot_of(entry.get("id"), "upsert", entry_without_id=True)
+            if slot is None:
+                self._append(entry)
+                return
+            part, n = self._locate(slot)
+            if self.partition_key is not None:
+                old = _partition_of(self._slots[slot], self.partition_key, slot)
+                new = _partition_of(entry, self.partition_key, slot)
+                if old != new:
+                    raise ValueError(
+                        f"{_label(entry, slot)}: upsert cannot move an entry to another"
+                        f" partition ({self.partition_key}={old!r} to {new!r});"
+                        f" delete it, then add the new one"
+                    )
+            part.index.replace(n, entry)
+            self._slots[slot] = entry
+
+    def delete(self, entry_id: Any) -> None:
+        """Remove the stored entry with this ``id``, without a rebuild.
+
+        Raises KeyError when no stored entry has the id, ValueError when
+        several do.
+        """
+        with self._lock:
+            slot = self._slot_of(entry_id, "delete")
+            if slot is None:
+                raise KeyError(f"no stored entry has id={entry_id!r}")
+            part, n = self._locate(slot)
+            part.index.remove(n)
+            self._slots[slot] = _DELETED
+            bisect.insort(self._gaps, slot)
+            del self._by_id[entry_id]  # a shared id is refused before this
 
     def retrieve_pools(
         self,
@@ -962,16 +1061,18 @@ class PreparedStore:
         *,
         scorer: Scorer = default_scorer,
         now: Optional[datetime] = None,
+        where: Optional[Mapping[str, Any]] = None,
         max_always_tokens: Optional[int] = None,
     ) -> Dict[str, List[Mapping[str, Any]]]:
-        """What :func:`retrieve_pools` gives over the stored entries."""
-        if scorer is not default_scorer:
-            decided = self.decide(pools, context, scorer=scorer, now=now,
+        """What :func:`retrieve_pools` gives over the stored entries (``where`` as for decide)."""
+        checked = _check_pools(pools)
+        walked = self._walk(checked, context, scorer, now, [], where, None, max_always_tokens)
+        if walked is None:
+            decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
                                   max_always_tokens=max_always_tokens)
             return {name: [d.entry for d in picked] for name, picked in decided.items()}
-        entries, picks = self._picks(_check_pools(pools), context, now, [], None,
-                                     max_always_tokens)
-        return {name: [entries[pick.position] for pick in picked] for name, picked in picks.items()}
+        entries, picks, _ = walked
+        return {name: [entries[p.position] for p in picked] for name, picked in picks.items()}
 
     def explain_pools(
         self,
@@ -981,20 +1082,21 @@ class PreparedStore:
         scorer: Scorer = default_scorer,
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
+        where: Optional[Mapping[str, Any]] = None,
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
     ) -> Explanation:
         """What :func:`explain_pools` gives over the stored entries (every entry is read).
 
-        ``extra`` and ``include`` are as for :meth:`decide`; entries that
-        ``include`` rejects get no record at all (another tenant's entries are
-        not even named). A Decision's ``index`` is its position among the
+        ``extra``, ``where`` and ``include`` are as for :meth:`decide`;
+        entries they reject get no record at all (another tenant's entries
+        are not even named). A Decision's ``index`` is its position among the
         stored entries followed by ``extra``.
         """
         checked = _check_pools(pools)
+        keep = _both(_matcher(where), include)
         entries = self._entries_with(_check_entries(extra))
-        return self._stateless(entries, checked, context, scorer, now, include,
-                               max_always_tokens)
+        return self._stateless(entries, checked, context, scorer, now, keep, max_always_tokens)
 
     def decide(
         self,
@@ -1004,55 +1106,134 @@ class PreparedStore:
         scorer: Scorer = default_scorer,
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
+        where: Optional[Mapping[str, Any]] = None,
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
     ) -> Dict[str, List[Decision]]:
         """The loaded entries of each pool as Decisions (score, cost, rank), in load order.
 
         ``extra`` entries join this query only (e.g. a vector search's
-        candidates), after the stored ones. ``include``, when given, keeps
-        only the entries it accepts -- always-scope ones too -- before
-        pool-split runs (a tenant filter). The result equals
-        ``explain_pools(...).loaded()`` over the kept entries; a Decision's
-        ``index`` is its position among the stored entries followed by ``extra``.
-        ``max_always_tokens`` is as for :func:`retrieve_pools`, over the kept entries.
+        candidates), after the stored ones. ``where`` keeps only the entries
+        that hold every one of its keys with an equal value, and ``include``
+        only those it accepts -- always-scope ones too -- before pool-split
+        runs (a tenant filter; an entry lacking a key does not match). On a
+        partitioned store, a ``where`` naming the partition key walks that
+        partition alone. The result equals ``explain_pools(...).loaded()``
+        over the kept entries; a Decision's ``index`` is its position among
+        the stored entries followed by ``extra``. ``max_always_tokens`` is as
+        for :func:`retrieve_pools`, over the kept entries.
         """
         checked = _check_pools(pools)
         extra = _check_entries(extra)
-        if scorer is not default_scorer:
+        walked = self._walk(checked, context, scorer, now, extra, where, include,
+                            max_always_tokens)
+        if walked is None:
             entries = self._entries_with(extra)
-            return self._stateless(entries, checked, context, scorer, now, include,
+            keep = _both(_matcher(where), include)
+            return self._stateless(entries, checked, context, scorer, now, keep,
                                    max_always_tokens).loaded()
-        entries, picks = self._picks(checked, context, now, extra, include, max_always_tokens)
+        entries, picks, position = walked
         return {
-            name: [Decision(entries[i], i, outcome, name, score=score, cost=cost, rank=rank)
-                   for i, outcome, score, cost, rank in picked]
+            name: [Decision(entries[p.position], position(p.position), p.outcome, name,
+                            score=p.score, cost=p.cost, rank=p.rank) for p in picked]
             for name, picked in picks.items()
         }
 
-    def _picks(
+    def _walk(
         self,
         pools: List[Pool],
         context: Optional[Mapping[str, Any]],
+        scorer: Scorer,
         now: Optional[datetime],
         extra: List[Mapping[str, Any]],
+        where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-    ) -> Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]]]:
-        """The default-scorer walk; returns the entries it indexed into."""
-        with self._lock:  # a query never sees an add half done
-            index = self._index
+    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]], Callable[[int], int]]]:
+        """The prepared walk: the entries it indexed into, its picks, and each pick's position.
+
+        None when the walk cannot answer: a scorer other than the default,
+        or a partitioned store queried without its partition key.
+        """
+        keep = _both(_matcher(where), include)
+        key = self.partition_key
+        routed = key is None or (where is not None and key in where)
+        if scorer is not default_scorer or not routed:
+            return None
+        with self._lock:  # a query never sees a write half done
+            if key is None:
+                part: Optional[_Part] = self._parts[_WHOLE]
+            else:
+                value = cast(Mapping[str, Any], where)[key]
+                part = self._parts.get(value) if _hashable(value) else None
+            index = part.index if part is not None else _Index(self.token_counter,
+                                                                self.is_active)
             entries = index.entries + extra if extra else index.entries
-            query = _PreparedQuery(index, entries, context, now, include, max_always_tokens)
-            return entries, query.run(pools)
+            query = _PreparedQuery(index, entries, context, now, keep, max_always_tokens)
+            picks = query.run(pools)
+            stored, live = len(index.entries), len(self)
+            slots = part.slots if part is not None else None
+            gaps = self._gaps
+
+            def position(n: int) -> int:  # among the live entries, then the extras
+                if n >= stored:
+                    return live + n - stored
+                slot = n if slots is None else slots[n]
+                return slot - bisect.bisect_left(gaps, slot)
+
+            return entries, picks, position
+
+    def _check_new(self, entry: Any) -> None:
+        if not isinstance(entry, Mapping):
+            raise TypeError(
+                f"entry at index {len(self._slots)} must be a mapping (dict),"
+                f" got {type(entry).__name__}"
+            )
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
+        slot = len(self._slots)
+        if self.partition_key is None:
+            part = self._parts[_WHOLE]
+        else:
+            value = _partition_of(entry, self.partition_key, slot)
+            if value not in self._parts:
+                self._parts[value] = _Part(self.token_counter, self.is_active, _positions())
+            part = self._parts[value]
+        part.index.insert(entry)  # reads (and may refuse) the entry before anything changes
+        if part.slots is not None:
+            part.slots.append(slot)
+        self._slots.append(entry)
+        _file_id(self._by_id, self._shared_ids, entry.get("id"), slot)
+
+    def _locate(self, slot: int) -> Tuple[_Part, int]:
+        """The part that holds a stored slot, and the slot's position in it."""
+        if self.partition_key is None:
+            return self._parts[_WHOLE], slot
+        part = self._parts[_partition_of(self._slots[slot], self.partition_key, slot)]
+        return part, bisect.bisect_left(cast(MutableSequence[int], part.slots), slot)
+
+    def _slot_of(self, entry_id: Any, verb: str, entry_without_id: bool = False) -> Optional[int]:
+        if entry_id is None:
+            raise ValueError(
+                f"{verb} needs an entry with an 'id'" + (
+                    "; add() takes entries without one" if entry_without_id else ", got None")
+            )
+        if not _hashable(entry_id):
+            raise TypeError(f"{verb}: id must be hashable, got {entry_id!r}")
+        slots = self._shared_ids.get(entry_id)
+        if slots is not None:
+            at = ", ".join(str(s - bisect.bisect_left(self._gaps, s)) for s in slots)
+            raise ValueError(f"{verb}: id={entry_id!r} is held by {len(slots)} stored entries"
+                             f" (at {at}); {verb} needs a unique id")
+        return self._by_id.get(entry_id)
 
     def _entries_with(self, extra: List[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
         """The stored entries then ``extra``, copied under the lock for a stateless pass.
 
-        A copy, not the stored list: an add may append while the pass runs.
+        A copy, not the stored list: a write may land while the pass runs.
         """
         with self._lock:
-            return [*self._index.entries, *extra]
+            return [*(entry for entry in self._slots if entry is not _DELETED), *extra]
 
     def _stateless(
         self,
@@ -1079,6 +1260,27 @@ class PreparedStore:
 
 
 _UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as newest
+#: What a deleted entry's position holds: no list of an index names it.
+_DELETED: Mapping[str, Any] = MappingProxyType({})
+_WHOLE = object()  # the one part of an unpartitioned store
+
+
+def _positions() -> MutableSequence[int]:
+    """A list of entry positions that the garbage collector need not scan (no references)."""
+    return array("q")
+
+_MISSING = object()  # the partition of entries without the partition key
+
+
+class _Part:
+    """One partition of a PreparedStore: an index and the store slot of each of its entries."""
+
+    __slots__ = ("index", "slots")
+
+    def __init__(self, token_counter: TokenCounter, is_active: ActivityTest,
+                 slots: Optional[MutableSequence[int]]) -> None:
+        self.index = _Index(token_counter, is_active)
+        self.slots = slots  # ascending; None: the n-th entry is in the n-th slot
 
 
 class _Facts:
@@ -1102,13 +1304,20 @@ class _Facts:
             return
         self.sort_key = (_sort_text(entry, "created"), _sort_text(entry, "id"))
         self.created_us = _time_us(entry.get("created"))
+        # What the default scorer would refuse is refused now, naming the entry
+        # (the label is built only then: a build reads every entry).
         try:
             base = _base_priority(entry, "")
             tags = tuple(_tag_set(entry.get("tags"), ""))
-            project = entry.get("project")
-            hash((self.type, project))
         except (TypeError, ValueError):
-            return  # irregular: scored exactly, so its error surfaces as usual
+            base, tags = math.nan, ()
+        if base != base:  # refused above: check again, this time naming the entry
+            label = _label(entry, i)
+            base = _base_priority(entry, label)
+            tags = tuple(_tag_set(entry.get("tags"), f"{label}: tags"))
+        project = entry.get("project")
+        if not _hashable((self.type, project)):
+            return  # irregular: scored exactly
         # Only positive, comfortably finite priorities have a known order
         # (newest first) inside their group; the rest are scored exactly.
         if 0 < base < 1e300:
@@ -1137,15 +1346,17 @@ class _Index:
         self.always: Dict[Any, List[int]] = {}  # type -> always-scope entries, store order
         self.always_unhashable: List[Tuple[Any, List[int]]] = []  # (type, [entry]) pairs
         self.irregular: List[int] = []
-        self.groups: Dict[Tuple[Any, float, Any], List[int]] = {}  # newest first
+        self.groups: Dict[Tuple[Any, float, Any], MutableSequence[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
         # (type, project) -> word or tag -> entries, newest first
-        self.by_word: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
-        self.by_tag: Dict[Tuple[Any, Any], Dict[str, List[int]]] = {}
+        self.by_word: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
+        self.by_tag: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
         self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
         # Pool types -> its groups and (type, project) kinds; cleared when either set grows.
         self.layout: Dict[Any, Tuple[List[Tuple[Any, float, Any]], List[Tuple[Any, Any]]]] = {}
+        # (pool types, query project) -> group streams and ceilings; cleared with the layout.
+        self.streams_cache: Dict[Any, Tuple[List[_Stream], List[float]]] = {}
 
     def facts_of(self, entries: Sequence[Mapping[str, Any]], start: int) -> List[_Facts]:
         """The facts of ``entries`` (store indices from ``start``); words are read in bulk."""
@@ -1178,26 +1389,17 @@ class _Index:
             self.file(i, self.facts[i])
         self.min_cost = {g: self.suffix_min(members) for g, members in self.groups.items()}
 
-    def append(self, entry: Mapping[str, Any]) -> _Facts:
-        """Record one entry at the end of every list it belongs to."""
-        i = len(self.entries)
-        facts = self.facts_of([entry], i)[0]
-        self.entries.append(entry)
-        self.facts.append(facts)
-        self.register(i, facts)
-        if facts.group is not None:
-            self.file(i, facts)
-        return facts
-
     def register(self, i: int, facts: _Facts) -> None:
         """File an always-scope or irregular entry (kept in store order)."""
         if facts.active and facts.always:
-            try:
-                self.always.setdefault(facts.type, []).append(i)
-            except TypeError:  # a type no dict can key (a list): the scorer still takes it
-                self.always_unhashable.append((facts.type, [i]))
+            if _hashable(facts.type):
+                bisect.insort(self.always.setdefault(facts.type, []), i)
+            else:  # a type no dict can key (a list): the scorer still takes it
+                pairs = self.always_unhashable  # rare: kept in store order by hand
+                pairs.insert(bisect.bisect([members[0] for _, members in pairs], i),
+                             (facts.type, [i]))
         elif facts.active and facts.group is None:
-            self.irregular.append(i)
+            bisect.insort(self.irregular, i)
 
     def file(self, i: int, facts: _Facts) -> None:
         """Append a regular entry to its group and to its kind's word and tag lists."""
@@ -1205,18 +1407,20 @@ class _Index:
         vocabulary = self.vocabulary.setdefault
         facts.words = tuple(map(vocabulary, facts.words, facts.words))
         if group not in self.groups:
-            self.groups[group] = []
+            self.groups[group] = _positions()
             self.layout.clear()
+            self.streams_cache.clear()
         self.groups[group].append(i)
         kind = (facts.type, group[2])
         if facts.base > self.max_base.get(kind, 0.0):
             if kind not in self.max_base:
                 self.layout.clear()
+                self.streams_cache.clear()
             self.max_base[kind] = facts.base
         for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
             lists = by.get(kind)
             if lists is None:
-                lists = by[kind] = defaultdict(list)
+                lists = by[kind] = defaultdict(_positions)
             for item in items:
                 lists[item].append(i)
 
@@ -1233,7 +1437,31 @@ class _Index:
             self.layout[pool.types] = got
         return got
 
-    def suffix_min(self, members: List[int]) -> List[int]:
+    def group_streams(self, pool: Pool, query: _Query) -> Tuple[List[_Stream], List[float]]:
+        """The pool's group streams and their ceilings, which depend on the query's project only.
+
+        Cached per (pool types, project) beside the layout, and cleared with
+        it: a group's members change in place, its key never does.
+        """
+        cache_key = (pool.types, query.project) if _hashable(query.project) else None
+        got = self.streams_cache.get(cache_key) if cache_key is not None else None
+        if got is None:
+            no_tag, no_word = _tag_factor((), query), _message_factor(0, query)  # both 1.0
+            top_recency = _recency(None, 0)  # recency is at most this (age 0)
+            streams, ceilings = [], []
+            for group in self.layout_for(pool)[0]:
+                project = _project_factor(group[2], query)
+                streams.append(_new(_Stream, (self.groups[group], group, True, no_tag, project,
+                                              no_word)))
+                ceilings.append(_score(group[1], top_recency, no_tag, project, no_word))
+            got = (streams, ceilings)
+            if cache_key is not None:
+                if len(self.streams_cache) > 256:  # projects are the users': keep it small
+                    self.streams_cache.clear()
+                self.streams_cache[cache_key] = got
+        return got
+
+    def suffix_min(self, members: Sequence[int]) -> List[int]:
         out = [0] * len(members)
         low = None
         for j in range(len(members) - 1, -1, -1):
@@ -1243,14 +1471,35 @@ class _Index:
         return out
 
     def insert(self, entry: Mapping[str, Any]) -> None:
-        """Add one entry in place, keeping every list in order."""
-        facts = self.append(entry)
+        """Add one entry at the end, keeping every list in order."""
+        i = len(self.entries)
+        facts = self.facts_of([entry], i)[0]  # may refuse the entry: nothing changed yet
+        self.entries.append(entry)
+        self.facts.append(facts)
+        self.place(i)
+
+    def replace(self, i: int, entry: Mapping[str, Any]) -> None:
+        """Put ``entry`` at position ``i`` in place of the entry there."""
+        facts = self.facts_of([entry], i)[0]  # may refuse the entry: nothing changed yet
+        self.unplace(i)
+        self.entries[i], self.facts[i] = entry, facts
+        self.place(i)
+
+    def remove(self, i: int) -> None:
+        """Delete the entry at position ``i``; the position stays, holding nothing."""
+        self.unplace(i)
+        self.entries[i], self.facts[i] = _DELETED, _INACTIVE
+
+    def place(self, i: int) -> None:
+        """File entry ``i`` into every list it belongs to, each kept in order."""
+        facts = self.facts[i]
+        self.register(i, facts)
         if not facts.active or facts.always or facts.group is None:
             return
-        i = len(self.entries) - 1
+        self.file(i, facts)  # appends at the end of each list; put it in its place
         key = self.time_key
         members = self.groups[facts.group]
-        members.pop()  # appended at the end; put it in its place
+        members.pop()
         at = _insort(members, i, key)
         low = self.min_cost.setdefault(facts.group, [])
         low.insert(at, min(facts.cost, low[at]) if at < len(low) else facts.cost)
@@ -1265,8 +1514,60 @@ class _Index:
                 postings.pop()
                 _insort(postings, i, key)
 
+    def unplace(self, i: int) -> None:
+        """Take entry ``i`` out of every list it is in (the inverse of :meth:`place`).
 
-def _insort(members: List[int], i: int, key: Callable[[int], int]) -> int:
+        The kind's top priority stays as it was: a bound may only be loose,
+        never low.
+        """
+        facts = self.facts[i]
+        if not facts.active:
+            return
+        if facts.always:
+            if _hashable(facts.type):
+                self.always[facts.type].remove(i)
+            else:
+                self.always_unhashable.remove(next(
+                    pair for pair in self.always_unhashable if pair[1][0] == i))
+            return
+        if facts.group is None:
+            self.irregular.remove(i)
+            return
+        key = self.time_key
+        members = self.groups[facts.group]
+        at = _locate(members, i, key)
+        del members[at]
+        low = self.min_cost[facts.group]
+        del low[at]
+        every = self.facts
+        for j in range(at - 1, -1, -1):  # the suffix minimums before it may rise
+            was = low[j]
+            low[j] = min(every[members[j]].cost, low[j + 1]) if j + 1 < len(low) else (
+                every[members[j]].cost)
+            if low[j] == was:
+                break
+        kind = (facts.type, facts.group[2])
+        for lists, items in ((self.by_word[kind], facts.words), (self.by_tag[kind], facts.tags)):
+            for item in items:
+                postings = lists[item]
+                del postings[_locate(postings, i, key)]
+
+
+def _locate(members: Sequence[int], i: int, key: Callable[[int], int]) -> int:
+    """Where ``i`` stands in ``members`` (sorted by ``key``, equals in any order)."""
+    target, lo, hi = key(i), 0, len(members)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key(members[mid]) < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    while members[lo] != i:
+        lo += 1
+    return lo
+
+
+def _insort(members: MutableSequence[int], i: int, key: Callable[[int], int]) -> int:
     """Insert ``i`` into ``members`` (sorted by ``key``) after its equals; return where."""
     target, lo, hi = key(i), 0, len(members)
     while lo < hi:
@@ -1298,10 +1599,11 @@ class _Stream(NamedTuple):
     carries the kind's top priority and the largest tag and message factors.
     """
 
-    members: List[int]
+    members: Sequence[int]
     group: Tuple[Any, float, Any]  # (type, base priority or the kind's top one, project)
     is_group: bool
     tags: float  # the largest tag factor an entry of this stream can have
+    project: float  # the project factor of every entry of this stream
     message: float  # the largest message factor an entry of this stream can have
 
 
@@ -1398,7 +1700,8 @@ class _PreparedQuery:
             def usable(i: int) -> bool:
                 return self.usable(i, pool, taken)
         always = self.always.load(pool, usable)
-        picked = [_Pick(i, "always", None, facts[i].cost, rank) for rank, i in enumerate(always)]
+        picked = [_new(_Pick, (i, "always", None, facts[i].cost, rank))
+                  for rank, i in enumerate(always)]
 
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         if slots_left == 0 or tokens_left == 0:
@@ -1407,7 +1710,7 @@ class _PreparedQuery:
         streams, ceilings = self.streams(pool)
         order = sorted(range(len(streams)), key=ceilings.__getitem__, reverse=True)
         if order:
-            heap.append(_Marker(-ceilings[order[0]], "", "", _START, 0))
+            heap.append(_new(_Marker, (-ceilings[order[0]], "", "", _START, 0)))
         cursor = [0] * len(streams)
         seen: Set[int] = set()
         heapq.heapify(heap)
@@ -1419,8 +1722,8 @@ class _PreparedQuery:
                     self.push_marker(heap, streams, cursor, order[at], pool, taken,
                                      tokens_left, seen)
                     if at + 1 < len(order):
-                        heapq.heappush(heap, _Marker(-ceilings[order[at + 1]], "", "", _START,
-                                                     at + 1))
+                        heapq.heappush(heap, _new(_Marker, (-ceilings[order[at + 1]], "", "",
+                                                            _START, at + 1)))
                     continue
                 s = item.ref  # a started stream: visit its next entry
                 i = streams[s].members[cursor[s]]
@@ -1433,7 +1736,7 @@ class _PreparedQuery:
             i = item.position
             cost = facts[i].cost
             if cost <= tokens_left:
-                picked.append(_Pick(i, "selected", self.scores[i], cost, len(picked)))
+                picked.append(_new(_Pick, (i, "selected", self.scores[i], cost, len(picked))))
                 tokens_left -= cost
                 slots_left -= 1
         return picked
@@ -1441,15 +1744,11 @@ class _PreparedQuery:
     def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
         """The pool's streams, and for each a bound that holds before it is read."""
         index, query = self.index, self.query
-        groups, kinds = index.layout_for(pool)
-        streams: List[_Stream] = []
-        ceilings: List[float] = []
-        no_tag, no_word = _tag_factor((), query), _message_factor(0, query)  # both 1.0
-        top_recency = _recency(0.0)  # recency is at most this
-        for group in groups:
-            streams.append(_Stream(index.groups[group], group, True, no_tag, no_word))
-            ceilings.append(_score(group[1], top_recency, no_tag,
-                                   _project_factor(group[2], query), no_word))
+        _, kinds = index.layout_for(pool)
+        group_streams, group_ceilings = index.group_streams(pool, query)
+        streams, ceilings = list(group_streams), list(group_ceilings)
+        no_tag = _tag_factor((), query)  # 1.0
+        top_recency = _recency(None, 0)  # recency is at most this (age 0)
         all_tags = _tag_factor(query.tags, query)  # every tag of the query shared
         for kind in kinds:
             top = index.max_base[kind]
@@ -1460,20 +1759,20 @@ class _PreparedQuery:
             message = _message_factor(len(present), query)
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to all_tags); the word lists owe the rest, whose tag factor is 1.
+            project = _project_factor(kind[1], query)
             for lists, items, tag_factor in ((words, present, no_tag),
                                              (tags, query.tags, all_tags)):
-                ceiling = _score(top, top_recency, tag_factor,
-                                 _project_factor(kind[1], query), message)
+                ceiling = _score(top, top_recency, tag_factor, project, message)
                 for item in items:
                     if item in lists:
-                        streams.append(_Stream(lists[item], (kind[0], top, kind[1]), False,
-                                               tag_factor, message))
+                        streams.append(_new(_Stream, (lists[item], (kind[0], top, kind[1]),
+                                                      False, tag_factor, project, message)))
                         ceilings.append(ceiling)
         return streams, ceilings
 
     def key(self, i: int) -> _Candidate:
         sort_key = self.facts[i].sort_key
-        return _Candidate(-self.score(i), sort_key[0], sort_key[1], i)
+        return _new(_Candidate, (-self.score(i), sort_key[0], sort_key[1], i))
 
     def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
         # An entry that cannot fit now never will: tokens only decrease.
@@ -1503,10 +1802,9 @@ class _PreparedQuery:
         if at == len(members):
             return
         # Invariant 1: the scorer's factors, each at its largest for what is left.
-        recency = _recency(_days(facts[members[at]].created_us, self.now_us))
-        bound = _score(group[1], recency, stream.tags, _project_factor(group[2], self.query),
-                       stream.message)
-        heapq.heappush(heap, _Marker(-bound, "", "", _STREAM, s))
+        recency = _recency(facts[members[at]].created_us, self.now_us)
+        bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
+        heapq.heappush(heap, _new(_Marker, (-bound, "", "", _STREAM, s)))
 
 
 # --------------------------------------------------------------------------
@@ -1607,6 +1905,63 @@ def _sort_text(entry: Mapping[str, Any], key: str) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _partition_of(entry: Mapping[str, Any], key: str, slot: int) -> Any:
+    value = entry.get(key, _MISSING)
+    if not _hashable(value):
+        raise TypeError(f"{_label(entry, slot)}: partition key {key!r} must be hashable,"
+                        f" got {value!r}")
+    return value
+
+
+def _file_id(by_id: Dict[Any, int], shared: Dict[Any, List[int]], entry_id: Any,
+             slot: int) -> None:
+    """Record that ``slot`` holds ``entry_id`` (ids held twice move to ``shared``)."""
+    if entry_id is None or not _hashable(entry_id):
+        return
+    if entry_id in shared:
+        shared[entry_id].append(slot)
+    elif entry_id in by_id:
+        shared[entry_id] = [by_id.pop(entry_id), slot]
+    else:
+        by_id[entry_id] = slot
+
+
+def _matcher(where: Any) -> Optional[Callable[[Mapping[str, Any]], bool]]:
+    """Equality on every key of ``where`` (an entry lacking a key does not match)."""
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise TypeError(f"where must be a mapping or None, got {type(where).__name__}")
+    for key in where:
+        if not isinstance(key, str):
+            raise TypeError(f"where keys must be str, got {key!r}")
+    items = tuple(where.items())
+    if not items:
+        return None
+
+    def keep(entry: Mapping[str, Any]) -> bool:
+        return all(key in entry and entry[key] == value for key, value in items)
+
+    return keep
+
+
+def _both(
+    first: Optional[Callable[[Mapping[str, Any]], bool]],
+    second: Optional[Callable[[Mapping[str, Any]], bool]],
+) -> Optional[Callable[[Mapping[str, Any]], bool]]:
+    if first is None or second is None:
+        return first or second
+    return lambda entry: first(entry) and bool(second(entry))
 
 
 def _label(entry: Any, index: Optional[int]) -> str:

@@ -1,0 +1,364 @@
+"""A living PreparedStore: add, upsert, delete and tenant partitions, held to the reference.
+
+Random sequences of writes and queries run against a PreparedStore (plain and
+partitioned by ``user_id``) and against a plain list kept by hand; every query
+must give the literal reference's answer over that list -- the same entry
+objects, in the same order, with the same positions. Stores are small-
+vocabulary, few-priority and tight-budget, so near-ties sit at every bound.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from poolsplit_core.poolsplit import Pool, PreparedStore
+from tests.reference import ref_retrieve_pools
+
+NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+WORDS = "rotate database deploy release notes memory budget pool the and db ok v2".split()
+TYPES = ("note", "task", "skill", "correction")
+USERS = ("ana", "bo", "cy")
+
+
+def make_entry(rng, entry_id):
+    entry = {"type": rng.choice(TYPES), "user_id": rng.choice(USERS),
+             "content": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 5)))}
+    if entry_id is not None:
+        entry["id"] = entry_id
+    if rng.random() < 0.1:
+        entry["scope"] = "always"
+    if rng.random() < 0.8:
+        # 0 and negative priorities are scored exactly, outside the groups
+        entry["base_priority"] = rng.choice((5, 8, 8.0) if rng.random() < 0.9 else (0, -2))
+    if rng.random() < 0.85:
+        entry["created"] = (NOW - timedelta(days=rng.choice((0, 0, 3, 45, 200)))).isoformat()
+    if rng.random() < 0.4:
+        entry["tags"] = rng.sample(("db", "ops"), rng.randint(1, 2))
+    if rng.random() < 0.4:
+        entry["project"] = rng.choice(("atlas", "zeus"))
+    if rng.random() < 0.7:
+        entry["token_count"] = rng.randint(1, 12)
+    if rng.random() < 0.05:
+        entry["status"] = "retired"
+    if rng.random() < 0.05:
+        entry["superseded_by"] = "later"
+    if rng.random() < 0.05:
+        del entry["user_id"]
+    return entry
+
+
+def make_pools(rng):
+    return [Pool(f"p{k}", rng.randint(0, 30), rng.randint(0, 5),
+                 None if rng.random() < 0.3 else tuple(rng.sample(TYPES, rng.randint(1, 3))))
+            for k in range(rng.randint(1, 3))]
+
+
+def make_context(rng):
+    return {"message": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 4))),
+            "project": rng.choice(("atlas", "zeus", None)),
+            "tags": rng.sample(("db", "ops"), rng.randint(0, 2))}
+
+
+def matches(where, entry):
+    return all(key in entry and entry[key] == value for key, value in where.items())
+
+
+def expected(model, extra, pools, context, now, where):
+    """The reference over the kept entries, as (entry object, position) per pool."""
+    everything = list(model) + list(extra)
+    kept = [i for i, entry in enumerate(everything) if matches(where, entry)]
+    got = ref_retrieve_pools([everything[i] for i in kept], pools, context, now=now)
+    position = {}
+    for i in kept:
+        position.setdefault(id(everything[i]), i)
+    return {name: [(id(e), position[id(e)]) for e in picked] for name, picked in got.items()}
+
+
+def answer(store, extra, pools, context, now, where):
+    decided = store.decide(pools, context, now=now, extra=extra, where=where)
+    return {name: [(id(d.entry), d.index) for d in picked] for name, picked in decided.items()}
+
+
+def run_sequence(seed, steps=40):
+    rng = random.Random(seed)
+    next_id = iter(range(10**6))
+    model = [make_entry(rng, f"m{next(next_id)}" if rng.random() < 0.9 else None)
+             for _ in range(rng.randint(20, 80))]
+    split = rng.randint(0, len(model))
+    stores = [PreparedStore(model[:split]), PreparedStore(model[:split], partition_key="user_id")]
+    for entry in model[split:]:
+        for store in stores:
+            store.add(entry)
+    for step in range(steps):
+        op = rng.random()
+        ids = [e["id"] for e in model if "id" in e]
+        if op < 0.2:
+            entry = make_entry(rng, f"m{next(next_id)}")
+            model.append(entry)
+            for store in stores:
+                store.add(entry)
+        elif op < 0.45 and ids:
+            target = rng.choice(ids)
+            at = next(i for i, e in enumerate(model) if e.get("id") == target)
+            entry = make_entry(rng, target)
+            if "user_id" in model[at]:
+                entry["user_id"] = model[at]["user_id"]
+            else:
+                entry.pop("user_id", None)
+            model[at] = entry
+            for store in stores:
+                store.upsert(entry)
+        elif op < 0.6 and ids:
+            target = rng.choice(ids)
+            model = [e for e in model if e.get("id") != target]
+            for store in stores:
+                store.delete(target)
+        elif op < 0.65:
+            entry = make_entry(rng, f"m{next(next_id)}")
+            model.append(entry)
+            for store in stores:
+                store.upsert(entry)  # an unknown id: added at the end
+        else:
+            pools, context = make_pools(rng), make_context(rng)
+            now = NOW + timedelta(days=rng.choice((0, 1, 30)), hours=rng.randint(0, 9))
+            extra = [make_entry(rng, None) for _ in range(rng.choice((0, 0, 2)))]
+            where = {}
+            if rng.random() < 0.7:
+                where["user_id"] = rng.choice((*USERS, "nobody"))
+            if rng.random() < 0.3:
+                where["type"] = rng.choice(TYPES)
+            want = expected(model, extra, pools, context, now, where)
+            for store in stores:
+                assert answer(store, extra, pools, context, now, where) == want, seed
+                got = store.retrieve_pools(pools, context, now=now, where=where)
+                assert {k: [id(e) for e in v] for k, v in got.items()} == {
+                    k: [pair[0] for pair in v]
+                    for k, v in expected(model, [], pools, context, now, where).items()}
+        for store in stores:
+            assert [id(e) for e in store.entries] == [id(e) for e in model]
+            assert len(store) == len(model)
+            if step % 4 == 3:  # a full comparison is a rebuild: not after every write
+                check_index_invariants(store)
+
+
+def check_index_invariants(store):
+    """The prepared lists are exactly what a fresh build of each part would hold.
+
+    A stale list can hide behind correct answers (a lower suffix-minimum cost
+    only skips less), so the structure itself is compared, list by list.
+    """
+    for part in store._parts.values():
+        index = part.index
+        fresh = type(index)(index.token_counter, index.is_active)
+        # a deleted position holds nothing: an inactive stand-in keeps positions
+        fresh.build([e if len(e) else {"status": "deleted"} for e in index.entries])
+        assert {t: m for t, m in index.always.items() if m} == {
+            t: m for t, m in fresh.always.items() if m}
+        assert index.irregular == fresh.irregular
+        groups = {g: m for g, m in index.groups.items() if m}
+        assert {g: sorted(m) for g, m in groups.items()} == {
+            g: sorted(m) for g, m in fresh.groups.items()}
+        for g, members in groups.items():
+            keys = [index.facts[i].time_key for i in members]
+            assert keys == sorted(keys)
+            assert index.min_cost[g] == fresh.suffix_min(members)
+        for mine, theirs in ((index.by_word, fresh.by_word), (index.by_tag, fresh.by_tag)):
+            flat = {(kind, item): sorted(postings) for kind, lists in mine.items()
+                    for item, postings in lists.items() if postings}
+            assert flat == {(kind, item): sorted(postings) for kind, lists in theirs.items()
+                            for item, postings in lists.items()}
+            for lists in mine.values():
+                for postings in lists.values():
+                    keys = [index.facts[i].time_key for i in postings]
+                    assert keys == sorted(keys)
+
+
+@pytest.mark.parametrize("block", range(10))
+def test_writes_and_queries_in_any_order_give_the_reference_answer(block):
+    for seed in range(block * 40, block * 40 + 40):
+        run_sequence(seed)
+
+
+def test_a_rebuild_after_writes_gives_the_same_answers():
+    rng = random.Random(5)
+    model = [make_entry(rng, f"e{i}") for i in range(60)]
+    store = PreparedStore(model, partition_key="user_id")
+    for i in range(0, 60, 3):
+        store.delete(f"e{i}")
+    store.upsert({**model[1], "content": "deploy the database"})
+    pools, context = make_pools(rng), {"message": "deploy database"}
+    before = answer(store, [], pools, context, NOW, {"user_id": "ana"})
+    live = store.entries
+    store.rebuild()
+    assert [id(e) for e in store.entries] == [id(e) for e in live]
+    assert answer(store, [], pools, context, NOW, {"user_id": "ana"}) == before
+
+
+# -- the contract of each write -----------------------------------------------
+
+
+def ids(store):
+    return [e.get("id") for e in store.entries]
+
+
+def test_upsert_replaces_in_place_so_ties_break_as_before():
+    first = {"id": "a", "content": "same", "created": "2026-01-01", "token_count": 1}
+    store = PreparedStore([first, {"id": "b", "content": "same", "created": "2026-01-01",
+                                   "token_count": 1}])
+    store.upsert({"id": "b", "content": "same", "created": "2026-01-01", "token_count": 1})
+    store.upsert({"id": "a", "content": "same", "created": "2026-01-01", "token_count": 1})
+    pool = [Pool("one", max_tokens=5, max_entries=1)]
+    # a and b tie on score, created and... no: ids differ, "a" < "b" sorts a first.
+    assert ids(store) == ["a", "b"]
+    assert store.retrieve_pools(pool, now=NOW)["one"][0]["id"] == "a"
+
+
+def test_upsert_keeps_input_order_as_the_last_tie_breaker():
+    # Identical entries tie on score, created and id: input position decides.
+    twin = {"id": "t", "content": "x", "created": "2026-01-01", "token_count": 1}
+    other = {"id": "u", "content": "x", "created": "2026-01-01", "token_count": 1}
+    store = PreparedStore([{"id": "lead", "token_count": 1}, other])
+    store.add(twin)
+    store.upsert({"id": "u", "content": "x", "created": "2026-01-01", "token_count": 1,
+                  "type": "note"})
+    assert ids(store) == ["lead", "u", "t"]
+
+
+def test_delete_removes_the_entry_from_the_next_query():
+    fix = {"id": "fix", "scope": "always", "content": "never force-push"}
+    store = PreparedStore([fix, {"id": "n", "content": "note"}])
+    pools = [Pool("all", max_tokens=50, max_entries=5)]
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW)["all"]] == ["fix", "n"]
+    store.delete("fix")
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW)["all"]] == ["n"]
+    assert len(store) == 1
+
+
+def test_a_superseded_correction_drops_on_the_very_next_query():
+    store = PreparedStore([{"id": "fix", "scope": "always", "content": "deploy with make"}])
+    pools = [Pool("all", max_tokens=50, max_entries=5)]
+    store.upsert({"id": "fix", "scope": "always", "content": "deploy with make",
+                  "superseded_by": "fix-2"})
+    store.add({"id": "fix-2", "scope": "always", "content": "deploy with just"})
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW)["all"]] == ["fix-2"]
+
+
+def test_writes_never_mutate_the_entries():
+    rng = random.Random(3)
+    entries = [make_entry(rng, f"e{i}") for i in range(30)]
+    before = copy.deepcopy(entries)
+    store = PreparedStore(entries[:10], partition_key="user_id")
+    for entry in entries[10:]:
+        store.upsert(entry)
+    store.delete("e3")
+    store.upsert({**entries[4]})
+    store.decide(make_pools(rng), make_context(rng), now=NOW, where={"user_id": "ana"})
+    assert entries == before
+
+
+def test_upsert_refuses_an_entry_without_an_id():
+    store = PreparedStore([{"content": "no id"}])
+    with pytest.raises(ValueError, match=r"upsert needs an entry with an 'id'; add\(\) takes"):
+        store.upsert({"content": "also no id"})
+    assert len(store) == 1
+
+
+def test_delete_refuses_an_unknown_id_and_none():
+    store = PreparedStore([{"id": "a"}])
+    with pytest.raises(KeyError, match="no stored entry has id='zz'"):
+        store.delete("zz")
+    with pytest.raises(ValueError, match="delete needs an entry with an 'id', got None"):
+        store.delete(None)
+    with pytest.raises(TypeError, match=r"delete: id must be hashable, got \['a'\]"):
+        store.delete(["a"])
+    assert ids(store) == ["a"]
+
+
+def test_an_id_held_twice_makes_upsert_and_delete_refuse_it_as_ambiguous():
+    store = PreparedStore([{"id": "d", "content": "1"}, {"id": "x"}, {"id": "d", "content": "2"}])
+    for act in (lambda: store.upsert({"id": "d"}), lambda: store.delete("d")):
+        with pytest.raises(ValueError, match=r"id='d' is held by 2 stored entries \(at 0, 2\)"):
+            act()
+    assert ids(store) == ["d", "x", "d"]
+    store.delete("x")  # other ids still work
+    assert ids(store) == ["d", "d"]
+
+
+def test_upsert_refuses_to_move_an_entry_to_another_partition():
+    store = PreparedStore([{"id": "m", "user_id": "ana"}], partition_key="user_id")
+    with pytest.raises(ValueError, match=r"partition \(user_id='ana' to 'bo'\)"):
+        store.upsert({"id": "m", "user_id": "bo"})
+    assert store.entries[0]["user_id"] == "ana"
+
+
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    ({"id": "p", "base_priority": "hi"}, ValueError,
+     "entry id='p': base_priority must be a number, got 'hi'"),
+    ({"id": "p", "base_priority": float("nan")}, ValueError,
+     "entry id='p': base_priority must be finite"),
+    ({"id": "p", "tags": {"db": 1}}, TypeError, "entry id='p': tags must be a str or an iterable"),
+    ({"id": "p", "tags": ["db", 3]}, TypeError, "entry id='p': tags must hold only str"),
+])
+def test_an_entry_the_scorer_would_refuse_is_refused_when_written(bad, error, message):
+    good = {"id": "p", "content": "fine"}
+    with pytest.raises(error, match=message):
+        PreparedStore([good, {"id": "q"}, bad])
+    store = PreparedStore([good])
+    for write in (store.add, store.upsert):
+        with pytest.raises(error, match=message):
+            write(bad)
+        assert store.entries == [good]  # nothing changed
+    pools = [Pool("all", max_tokens=50, max_entries=5)]
+    assert store.retrieve_pools(pools, now=NOW)["all"] == [good]
+
+
+def test_entries_that_are_never_scored_are_not_checked():
+    # Inactive and always-scope entries are never scored: a stray field is no error.
+    store = PreparedStore([{"id": "r", "status": "retired", "base_priority": "hi"},
+                           {"id": "fix", "scope": "always", "base_priority": "hi"}])
+    pools = [Pool("all", max_tokens=50, max_entries=5)]
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW)["all"]] == ["fix"]
+
+
+def test_a_partitioned_query_walks_only_its_tenant():
+    seen = []
+
+    def include(entry):
+        seen.append(entry["user_id"])
+        return True
+
+    rng = random.Random(11)
+    store = PreparedStore([make_entry(rng, f"e{i}") | {"user_id": USERS[i % 3]}
+                           for i in range(90)], partition_key="user_id")
+    store.decide([Pool("all", max_tokens=10**6, max_entries=10**6)], {"message": "deploy"},
+                 now=NOW, where={"user_id": "bo"}, include=include)
+    assert seen and set(seen) == {"bo"}
+
+
+def test_a_query_without_the_partition_key_reads_every_tenant():
+    store = PreparedStore([{"id": "a", "user_id": "ana"}, {"id": "b", "user_id": "bo"},
+                           {"id": "c"}], partition_key="user_id")
+    pools = [Pool("all", max_tokens=50, max_entries=5)]
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW)["all"]] == ["a", "b", "c"]
+    assert [e["id"] for e in store.retrieve_pools(pools, now=NOW, where={"user_id": "bo"})[
+        "all"]] == ["b"]
+    assert store.retrieve_pools(pools, now=NOW, where={"user_id": "zed"})["all"] == []
+
+
+def test_a_partition_value_must_be_hashable():
+    with pytest.raises(TypeError, match=r"entry id='a': partition key 'user_id' must be hashable"):
+        PreparedStore([{"id": "a", "user_id": ["ana"]}], partition_key="user_id")
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("ana", "where must be a mapping or None, got str"),
+    ({1: "ana"}, "where keys must be str, got 1"),
+])
+def test_a_bad_where_is_refused(where, message):
+    store = PreparedStore([{"id": "a"}])
+    with pytest.raises(TypeError, match=message):
+        store.decide([Pool("all", 5, 5)], where=where)
