@@ -173,9 +173,27 @@ def bench_size(n: int, queries: list[dict]) -> dict:
     extra = make_store(200, seed=99)
     add_t = []
     for entry in extra:
+        entry["id"] = "new-" + entry["id"]
         start = time.perf_counter()
         prepared.add(entry)
         add_t.append(time.perf_counter() - start)
+    # Supersede and delete stored memories: replacements drawn like the store's.
+    rng = random.Random(5)
+    targets = rng.sample(range(n), 200)
+    upsert_t, delete_t = [], []
+    for i, entry in zip(targets, make_store(200, seed=98)):
+        replacement = {**entry, "id": store[i]["id"]}
+        start = time.perf_counter()
+        prepared.upsert(replacement)
+        upsert_t.append(time.perf_counter() - start)
+    for i in targets:
+        start = time.perf_counter()
+        prepared.delete(store[i]["id"])
+        delete_t.append(time.perf_counter() - start)
+    live = prepared.entries
+    agree = agree and all(
+        same(prepared.retrieve_pools(POOLS, c, now=NOW), retrieve_pools(live, POOLS, c, now=NOW))
+        for c in queries[:3])
 
     ref, core, prep = summary(ref_t), summary(core_t), summary(prep_t)
     return {
@@ -188,16 +206,44 @@ def bench_size(n: int, queries: list[dict]) -> dict:
         "bytes_per_entry": bytes_used / n,
         "add_ms_median": statistics.median(add_t) * 1e3,
         "add_ms_max": max(add_t) * 1e3,
+        "upsert_ms": summary(upsert_t),
+        "delete_ms": summary(delete_t),
         "stateless_speedup": ref["median_ms"] / core["median_ms"],
         "prepared_speedup": ref["median_ms"] / prep["median_ms"],
         "identical": agree,
     }
 
 
+def bench_tenants(n: int, tenants: int, queries: list[dict]) -> dict:
+    """One tenant's query in a store partitioned by ``user_id``, against its entries alone."""
+    store = [{**entry, "user_id": f"u{i % tenants:04d}"} for i, entry in enumerate(make_store(n))]
+    shared = PreparedStore(store, partition_key="user_id")
+    picked = [f"u{k:04d}" for k in range(0, tenants, max(1, tenants // 10))][:10]
+    alone = {t: PreparedStore([e for e in store if e["user_id"] == t]) for t in picked}
+    shared_t, alone_t, agree = [], [], True
+    for rounds in range(2):  # the first round is untimed: steady state, as for the store
+        for t in picked:
+            for context in queries[:10]:
+                start = time.perf_counter()
+                got = shared.retrieve_pools(POOLS, context, now=NOW, where={"user_id": t})
+                mid = time.perf_counter()
+                want = alone[t].retrieve_pools(POOLS, context, now=NOW)
+                end = time.perf_counter()
+                if rounds:
+                    shared_t.append(mid - start)
+                    alone_t.append(end - mid)
+                    agree = agree and same(got, want)
+    one, own = summary(shared_t), summary(alone_t)
+    return {"n": n, "tenants": tenants, "shared": one, "alone": own,
+            "ratio": one["median_ms"] / own["median_ms"], "identical": agree}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--tenants", type=int, default=1_000,
+                        help="tenants in the largest size's multi-tenant store (0: skip)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
     args = parser.parse_args()
     queries = make_queries(args.queries)
@@ -206,7 +252,7 @@ def main() -> int:
           f"{platform.python_version()}, {args.queries} queries per prepared run")
     head = (f"{'N':>7} | {'reference ms':>17} | {'stateless ms':>17} | {'prepared ms':>15} |"
             f" {'x core':>6} | {'x prep':>7} | {'build s':>7} | {'B/entry':>7} |"
-            f" {'add ms':>6} | same")
+            f" {'add ms':>6} | {'upsert ms':>9} | {'delete ms':>9} | same")
     print(head)
     print("-" * len(head))
     for n in args.sizes:
@@ -218,14 +264,26 @@ def main() -> int:
               f" {p['median_ms']:>6.2f} p95 {p['p95_ms']:>5.2f} |"
               f" {row['stateless_speedup']:>5.1f}x | {row['prepared_speedup']:>6.0f}x |"
               f" {row['build_s']:>7.2f} | {row['bytes_per_entry']:>7.0f} |"
-              f" {row['add_ms_median']:>6.3f} | {'yes' if row['identical'] else 'NO'}",
+              f" {row['add_ms_median']:>6.3f} | {row['upsert_ms']['median_ms']:>9.3f} |"
+              f" {row['delete_ms']['median_ms']:>9.3f} | {'yes' if row['identical'] else 'NO'}",
               flush=True)
+    tenancy = None
+    if args.tenants:
+        n = max(args.sizes)
+        tenancy = bench_tenants(n, args.tenants, queries)
+        s, a = tenancy["shared"], tenancy["alone"]
+        print(f"tenants: {n} entries over {args.tenants} tenants, partitioned by user_id --"
+              f" one tenant's query {s['median_ms']:.2f} ms (p95 {s['p95_ms']:.2f}) against"
+              f" {a['median_ms']:.2f} ms (p95 {a['p95_ms']:.2f}) on its entries alone:"
+              f" {tenancy['ratio']:.2f}x; same answers: {'yes' if tenancy['identical'] else 'NO'}")
     out = Path(args.out)
-    out.write_text(json.dumps({"pools": [p.name for p in POOLS], "rows": rows}, indent=2) + "\n")
+    out.write_text(json.dumps({"pools": [p.name for p in POOLS], "rows": rows,
+                               "tenants": tenancy}, indent=2) + "\n")
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     print("(median and p95 per query; prepared: after one untimed pass over the queries;"
           f" build: median of {BUILDS}; x = reference median / path median; written to {shown})")
-    return 0 if all(row["identical"] for row in rows) else 1
+    agree = all(row["identical"] for row in rows) and (tenancy is None or tenancy["identical"])
+    return 0 if agree else 1
 
 
 if __name__ == "__main__":
