@@ -50,7 +50,8 @@ from poolsplit_core.poolsplit import (
 
 logger = logging.getLogger("poolsplit")
 
-#: The entry keys SPEC.md gives a meaning to, read from metadata.
+#: The entry keys the README gives a meaning to ("Entries and the framework mapping"),
+#: read from metadata.
 ENTRY_KEYS = (
     "id", "type", "scope", "tags", "project", "created",
     "token_count", "base_priority", "status", "superseded_by",
