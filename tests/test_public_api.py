@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import inspect
 import re
-import tomllib
 from importlib import resources
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import poolsplit_core
 import poolsplit_core.poolsplit as core
