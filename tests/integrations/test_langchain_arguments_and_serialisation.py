@@ -20,6 +20,8 @@ from langchain_core.documents import Document
 from poolsplit_core.poolsplit import Pool, default_scorer
 from poolsplit_integrations.langchain import PoolSplitCompressor, PoolSplitRetriever
 
+from ._hooks import HOOKS, custom_hook
+
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
 POOLS = [Pool("work", 60, 2, ("task", "correction")), Pool("rest", 40, 2)]
 
@@ -136,11 +138,9 @@ def test_model_dump_round_trips_to_a_component_that_answers_the_same(kind):
 
 
 @pytest.mark.parametrize("kind", list(BUILDERS))
-@pytest.mark.parametrize("hook", ["scorer", "token_counter", "is_active"])
+@pytest.mark.parametrize("hook", HOOKS)
 def test_a_custom_hook_is_refused_by_name_when_dumped_to_json(kind, hook):
-    def custom(*args: Any, **kwargs: Any) -> Any:
-        return {"scorer": 1.0, "token_counter": 3, "is_active": True}[hook]
-
+    custom = custom_hook(hook)
     component = BUILDERS[kind](**{hook: custom})
     with pytest.raises(TypeError, match=rf"cannot be serialised: {hook} is a custom callable"
                                         rf" \(.*custom\).*exclude=\{{'{hook}'\}}"):

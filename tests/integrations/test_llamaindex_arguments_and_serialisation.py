@@ -26,6 +26,7 @@ from poolsplit_integrations.llama_index import (
     PoolSplitRetriever,
 )
 
+from ._hooks import HOOKS, custom_hook
 from ._llamaindex_support import (
     NOW,
     POOLS,
@@ -186,11 +187,9 @@ def test_a_tenant_bound_retriever_serialises_its_filter():
 
 
 @pytest.mark.parametrize("kind", list(BUILDERS))
-@pytest.mark.parametrize("hook", ["scorer", "token_counter", "is_active"])
+@pytest.mark.parametrize("hook", HOOKS)
 def test_a_custom_hook_is_refused_by_name_and_can_be_passed_again(kind, hook):
-    def custom(*args: Any, **kwargs: Any) -> Any:
-        return {"scorer": 1.0, "token_counter": 3, "is_active": True}[hook]
-
+    custom = custom_hook(hook)
     component = BUILDERS[kind](**{hook: custom})
     for serialise in (component.to_dict, component.to_json):
         with pytest.raises(TypeError, match=rf"cannot be serialised: {hook} is a custom"
