@@ -76,6 +76,7 @@ require("llama_index.core", "llamaindex")
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.bridge.pydantic import (  # noqa: E402
+    BaseModel,
     Field,
     PrivateAttr,
     ValidationInfo,
@@ -338,6 +339,29 @@ class _Serialisable:
     @classmethod
     def _from_data(cls, data: dict[str, Any]) -> Self:
         return cls(**data)
+
+
+class _Component(_Serialisable, BaseModel):
+    """What the two pydantic components share: option checks, refusals, pools as data."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_arguments(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)
+
+    @field_validator(*OPTION_CHECKS, mode="before", check_fields=False)
+    @classmethod
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
+
+    @field_validator(*CALLABLE_DEFAULTS, mode="before", check_fields=False)
+    @classmethod
+    def _default_hooks(cls, value: Any, info: ValidationInfo) -> Any:
+        return default_hook(info.field_name or "", value)
+
+    @field_serializer("pools", check_fields=False)
+    def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
+        return pools_to_data(pools)
 
 
 def _init_arguments(function: Callable[..., Any], *skip: str) -> list[str]:
@@ -679,7 +703,7 @@ _SELECTOR_FIELDS = frozenset({
 })
 
 
-class PoolSplitPostprocessor(_Serialisable, BaseNodePostprocessor):
+class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     """A node postprocessor that applies pool-split to another retriever's candidates.
 
     Setup:
@@ -758,29 +782,10 @@ class PoolSplitPostprocessor(_Serialisable, BaseNodePostprocessor):
     _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
     _source: tuple[Any, ...] = PrivateAttr(default=())
 
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown_arguments(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
-    @field_validator(*OPTION_CHECKS, mode="before")
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
-
-    @field_validator(*CALLABLE_DEFAULTS, mode="before")
-    @classmethod
-    def _default_hooks(cls, value: Any, info: ValidationInfo) -> Any:
-        return default_hook(info.field_name or "", value)
-
     @field_validator("pinned", mode="before")
     @classmethod
     def _read_pinned(cls, value: Any) -> Any:
         return _nodes_from_data(value)
-
-    @field_serializer("pools")
-    def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
-        return pools_to_data(pools)
 
     @field_serializer("pinned")
     def _pinned_as_data(self, pinned: list[BaseNode]) -> list[dict[str, Any]]:
@@ -836,7 +841,7 @@ class PoolSplitPostprocessor(_Serialisable, BaseNodePostprocessor):
 # --------------------------------------------------------------------------
 
 
-class PoolSplitMemoryBlock(_Serialisable, BaseMemoryBlock[str]):
+class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
     """A ``Memory`` block that renders the agent's memory store through pool-split.
 
     Setup:
@@ -911,25 +916,6 @@ class PoolSplitMemoryBlock(_Serialisable, BaseMemoryBlock[str]):
         default=None, description="Ceiling on the always tier; exceeding it raises."
     )
     corrections_heading: str = Field(default=CORRECTIONS_HEADING)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown_arguments(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
-    @field_validator(*OPTION_CHECKS, mode="before")
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
-
-    @field_validator(*CALLABLE_DEFAULTS, mode="before")
-    @classmethod
-    def _default_hooks(cls, value: Any, info: ValidationInfo) -> Any:
-        return default_hook(info.field_name or "", value)
-
-    @field_serializer("pools")
-    def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
-        return pools_to_data(pools)
 
     @field_serializer("store")
     def _store_as_data(self, store: Any) -> Any:
