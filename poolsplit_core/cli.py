@@ -208,9 +208,7 @@ def read_pools_file(path: str) -> list[Pool]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        raise _invalid_json(name, exc) from None
     if not isinstance(data, list) or not data:
         raise UsageError(f"{name}: expected a non-empty JSON list of pool objects")
     pools = []
@@ -577,9 +575,7 @@ def _json_store(text: str, name: str, *, named_json: bool) -> list[dict[str, Any
                 f"{name}: a .json store is one JSON document (a list of objects), but a second"
                 f" value starts at line {exc.lineno}; for JSON Lines name the file .jsonl"
             ) from None
-        raise UsageError(
-            f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        raise _invalid_json(name, exc) from None
     if not isinstance(data, list):
         raise UsageError(_not_a_list(name, data))
     for i, entry in enumerate(data):
@@ -588,6 +584,10 @@ def _json_store(text: str, name: str, *, named_json: bool) -> list[dict[str, Any
                 f"{name}: entry {i} (0-based) must be a JSON object, got {_json_type(entry)}"
             )
     return data
+
+
+def _invalid_json(name: str, exc: json.JSONDecodeError) -> UsageError:
+    return UsageError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
 
 
 def _not_a_list(name: str, value: Any) -> str:

@@ -327,6 +327,11 @@ BAD_INPUTS = {
     "core rejects an entry": (
         ["explain", "core.json", *POOLS, *CONTEXT],
         "core.json: entry id='p': base_priority must be a number, got 'high'"),
+    "malformed json store": (
+        ["retrieve", "bad.json", *POOLS, *CONTEXT], "bad.json: invalid JSON at line 1, column 2"),
+    "malformed pools file": (
+        ["retrieve", "store.jsonl", "--pools", "bad.json", *CONTEXT],
+        "bad.json: invalid JSON at line 1, column 2"),
     "no pools at all": (
         ["retrieve", "store.jsonl", *CONTEXT], "one of the arguments --pool --pools is required"),
 }
@@ -337,6 +342,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(case, store_file, capsys):
     Path("broken.jsonl").write_text('{"id": "a"}\n\n{"id": oops}\n', encoding="utf-8")
     Path("array.jsonl").write_text('{"id": "a"}\n[1, 2]\n', encoding="utf-8")
     Path("list.json").write_text('[{"id": "a"}, "b"]', encoding="utf-8")
+    Path("bad.json").write_text("[oops]", encoding="utf-8")
     Path("core.json").write_text(
         '[{"id": "p", "type": "task", "base_priority": "high"}]', encoding="utf-8")
     Path("dup_pools.json").write_text(json.dumps(
