@@ -90,12 +90,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         output = args.handler(args)
     except UsageError as exc:
-        print(escape(f"poolsplit: error: {exc}"), file=sys.stderr)  # one line, whatever exc holds
+        # One line, whatever exc holds.
+        _write(sys.stderr, escape(f"poolsplit: error: {exc}") + "\n")
         return 2
     except SystemExit as exc:  # --help and --version end here
         return exc.code if isinstance(exc.code, int) else 0
-    sys.stdout.write(escape(output, keep="\n"))
+    _write(sys.stdout, escape(output, keep="\n"))
     return 0
+
+
+def _write(stream: Any, text: str) -> None:
+    """Write ``text``; a character the stream cannot encode is written as its escape."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:  # e.g. PYTHONIOENCODING=ascii, a Latin-1 terminal
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    stream.write(text)
 
 
 # --------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -669,3 +670,24 @@ def test_wide_and_combining_characters_keep_the_columns_aligned(tmp_path, monkey
         if command == "retrieve":
             content = [line for line in table if "雪" in line]
             assert content and display_width(content[0].split("  ")[-1]) <= 60
+
+
+# --------------------------------------------------------------------------
+# a terminal that is not UTF-8
+# --------------------------------------------------------------------------
+
+
+def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_crash(tmp_path):
+    store = tmp_path / "cjk.jsonl"
+    store.write_text(json.dumps({"id": "東京", "content": "雪"}, ensure_ascii=False) + "\n",
+                     encoding="utf-8")
+    script = Path(sys.executable).parent / "poolsplit"
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([str(script), "retrieve", str(store), "--pool", "all:100:5"],
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"\\u6771\\u4eac" in done.stdout and b"Traceback" not in done.stderr
+    done = subprocess.run([str(script), "retrieve", "nowhere-\u96ea.jsonl", "--pool", "a:1:1"],
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 2  # the error line too
+    assert done.stderr == b"poolsplit: error: store file not found: nowhere-\\u96ea.jsonl\n"
