@@ -39,16 +39,18 @@ Inputs:
   a time without an offset is UTC; the default is the current time.
 
 Bad input (a missing or unreadable file, a malformed JSON Lines line -- with
-its line number --, an entry that is not an object, a bad pool spec, duplicate
-pool names, an unparseable ``--now``, an unknown ``--id``, or anything the
-core rejects) prints one line ``poolsplit: error: ...`` on stderr, writes
-nothing on stdout and exits with status 2.
+its line number --, a store that is one object rather than a list, an entry
+that is not an object, a bad pool spec, duplicate pool names, an unparseable
+``--now``, an unknown ``--id``, or anything the core rejects) prints one line
+``poolsplit: error: ...`` on stderr, writes nothing on stdout and exits with
+status 2.
 
 Output is safe to print: every control or invisible formatting character a
 store holds (escape sequences, C1 controls, bidi overrides, ...) is shown as
 its Python escape (``\x1b``) in text, and as ``\uXXXX`` in JSON, which
-still parses to the original strings. Columns are measured in display
-columns, so wide (CJK) and combining characters keep tables aligned. See
+still parses to the original strings; a character the terminal's encoding
+lacks is written as its escape too. Columns are measured in display columns,
+so wide (CJK) and combining characters keep tables aligned. See
 :mod:`poolsplit_core._text`.
 """
 
