@@ -55,12 +55,10 @@ from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     FieldSerializationInfo,
     PrivateAttr,
-    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -77,21 +75,17 @@ from poolsplit_core.poolsplit import (
 from poolsplit_integrations._entries import (
     CALLABLE_DEFAULTS,
     DEFAULT,
-    OPTION_CHECKS,
     Hit,
     NotSerializableError,
     Selector,
-    check_option,
-    default_hook,
     excluded,
     model_arguments,
-    pools_to_data,
     refuse_unknown,
-    refuse_unknown_fields,
     refuse_unserialisable,
     result_metadata,
     to_entry,
 )
+from poolsplit_integrations._models import OptionsModel
 
 __all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
 
@@ -287,7 +281,7 @@ _SELECTOR_FIELDS = (
 )
 
 
-class _Component(BaseModel):
+class _Component(OptionsModel):
     """What both components share: option checks, refusals, serialisation.
 
     Unknown init args are typos, refused naming the fields; assigning a field
@@ -301,25 +295,6 @@ class _Component(BaseModel):
 
     #: Fields holding live objects, which JSON cannot carry.
     _LIVE: ClassVar[tuple[str, ...]] = ()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown_arguments(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
-    @field_validator(*OPTION_CHECKS, mode="before", check_fields=False)
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
-
-    @field_validator(*CALLABLE_DEFAULTS, mode="before", check_fields=False)
-    @classmethod
-    def _default_hooks(cls, value: Any, info: ValidationInfo) -> Any:
-        return default_hook(info.field_name or "", value)
-
-    @field_serializer("pools", check_fields=False)
-    def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
-        return pools_to_data(pools)
 
     @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
     def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:

@@ -76,13 +76,10 @@ require("llama_index.core", "llamaindex")
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.bridge.pydantic import (  # noqa: E402
-    BaseModel,
     Field,
     PrivateAttr,
-    ValidationInfo,
     field_serializer,
     field_validator,
-    model_validator,
 )
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
@@ -108,22 +105,18 @@ from poolsplit_core.poolsplit import (  # noqa: E402
     default_token_counter,
 )
 from poolsplit_integrations._entries import (  # noqa: E402
-    CALLABLE_DEFAULTS,
     CONTEXT_KWARGS,
-    OPTION_CHECKS,
     RESULT_KEYS,
     Hit,
     Selector,
-    check_option,
-    default_hook,
     excluded,
     pools_to_data,
     refuse_unknown,
-    refuse_unknown_fields,
     refuse_unserialisable,
     result_metadata,
     to_entry,
 )
+from poolsplit_integrations._models import OptionsModel  # noqa: E402
 
 __all__ = [
     "CORRECTIONS_HEADING",
@@ -341,27 +334,8 @@ class _Serialisable:
         return cls(**data)
 
 
-class _Component(_Serialisable, BaseModel):
-    """What the two pydantic components share: option checks, refusals, pools as data."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_unknown_arguments(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
-    @field_validator(*OPTION_CHECKS, mode="before", check_fields=False)
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
-
-    @field_validator(*CALLABLE_DEFAULTS, mode="before", check_fields=False)
-    @classmethod
-    def _default_hooks(cls, value: Any, info: ValidationInfo) -> Any:
-        return default_hook(info.field_name or "", value)
-
-    @field_serializer("pools", check_fields=False)
-    def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
-        return pools_to_data(pools)
+class _Component(_Serialisable, OptionsModel):
+    """What the two pydantic components share (see :class:`OptionsModel`), as LlamaIndex data."""
 
 
 def _init_arguments(function: Callable[..., Any], *skip: str) -> list[str]:
