@@ -4,10 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint bench bench-build notebooks clean
+.PHONY: help install demo test lint bench bench-build clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

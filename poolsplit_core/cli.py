@@ -1,11 +1,11 @@
-"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own store.
+r"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own store.
 
 Standard library only (``argparse``, ``json``); the engine is
 :mod:`poolsplit_core.poolsplit`. Three commands::
 
     poolsplit demo [--json]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
-                       --message TEXT [--project P] [--tag T ...] [--now ISO] [--json]
+                       [--message TEXT] [--project P] [--tag T ...] [--now ISO] [--json]
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json]
 
 ``demo`` runs :mod:`poolsplit_core.demo` on the sample store shipped with the
@@ -21,22 +21,37 @@ pool's ledger, then why each entry (or only ``--id ID``) was or was not loaded.
 
 Inputs:
 
-- ``STORE``: a JSON file holding a list of objects, or JSON Lines (one object
-  per line, blank lines skipped); the format is told from the first character.
+- ``STORE``: a list of entry objects, as one JSON document or as JSON Lines
+  (one object per line, blank lines skipped); ``-`` reads standard input. A
+  file named ``*.json`` is always read as one JSON document; any other is JSON
+  if its first character is ``[``, else JSON Lines. A store holding a single
+  object is refused unless that object is one line with an entry key (``id``,
+  ``type``, ``content``, ...): ``{"entries": [...]}`` is not a store. A UTF-8
+  byte-order mark is skipped.
 - ``--pool NAME:MAX_TOKENS:MAX_ENTRIES[:TYPE,TYPE...]``, repeatable, in fill
   order; without types the pool takes every type. Example:
   ``--pool work:800:6:task,procedure,correction --pool skills:200:2:skill``.
 - ``--pools FILE.json``: a JSON list of objects with the keys ``name``,
   ``max_tokens``, ``max_entries`` and, optionally, ``types`` (a list of
-  strings, or null for every type).
+  strings, or null for every type); ``-`` reads standard input (not both).
+- ``--message``: what the user said; the default is an empty message.
 - ``--now``: ISO-8601 (``2026-11-01``, ``2026-11-01T09:30:00Z``, an offset);
   a time without an offset is UTC; the default is the current time.
 
 Bad input (a missing or unreadable file, a malformed JSON Lines line -- with
-its line number --, an entry that is not an object, a bad pool spec, duplicate
-pool names, an unparseable ``--now``, an unknown ``--id``, or anything the
-core rejects) prints one line ``poolsplit: error: ...`` on stderr, writes
-nothing on stdout and exits with status 2.
+its line number --, a store that is one object rather than a list, an entry
+that is not an object, a bad pool spec, duplicate pool names, an unparseable
+``--now``, an unknown ``--id``, or anything the core rejects) prints one line
+``poolsplit: error: ...`` on stderr, writes nothing on stdout and exits with
+status 2.
+
+Output is safe to print: every control or invisible formatting character a
+store holds (escape sequences, C1 controls, bidi overrides, ...) is shown as
+its Python escape (``\x1b``) in text, and as ``\uXXXX`` in JSON, which
+still parses to the original strings; a character the terminal's encoding
+lacks is written as its escape too. Columns are measured in display columns,
+so wide (CJK) and combining characters keep tables aligned. See
+:mod:`poolsplit_core._text`.
 """
 
 from __future__ import annotations
@@ -49,6 +64,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
+from poolsplit_core._plain import ENTRY_KEYS, pool_from_data
+from poolsplit_core._text import escape, escape_json, plural, shorten, table
 from poolsplit_core.demo import format_report, run_demo
 from poolsplit_core.poolsplit import Decision, Explanation, Ledger, Pool, __version__, explain_pools
 
@@ -75,12 +92,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         output = args.handler(args)
     except UsageError as exc:
-        print(f"poolsplit: error: {exc}", file=sys.stderr)
+        # One line, whatever exc holds.
+        _write(sys.stderr, escape(f"poolsplit: error: {exc}") + "\n")
         return 2
     except SystemExit as exc:  # --help and --version end here
         return exc.code if isinstance(exc.code, int) else 0
-    sys.stdout.write(output)
+    _write(sys.stdout, escape(output, keep="\n"))
     return 0
+
+
+def _write(stream: Any, text: str) -> None:
+    """Write ``text``; a character the stream cannot encode is written as its escape."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:  # e.g. PYTHONIOENCODING=ascii, a Latin-1 terminal
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    stream.write(text)
 
 
 # --------------------------------------------------------------------------
@@ -91,61 +121,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 def load_store(path: str) -> list[dict[str, Any]]:
     """Read a store: a JSON list of objects, or JSON Lines with one object per line.
 
+    ``-`` reads standard input. A ``*.json`` file is one JSON document; any
+    other is JSON when its first character is ``[``, else JSON Lines (blank
+    lines skipped). A lone object is a one-entry JSON Lines store only when it
+    is one line holding an entry key; otherwise (``{"entries": [...]}``) it is
+    refused, naming its keys.
+
     Args:
-        path: the file to read (UTF-8).
+        path: the file to read (UTF-8, a byte-order mark allowed), or ``-``.
 
     Returns:
         The entries, in file order.
 
     Raises:
         UsageError: the file is missing or unreadable, a line or the document
-            is not valid JSON, or an entry is not a JSON object.
+            is not valid JSON, the store is not a list of objects, or an
+            entry is not a JSON object.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"store file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"store is a directory, not a file: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read store {path}: {exc.strerror}") from None
+    text = _read_text(path, "store")
+    name = _display_name(path)
+    if path.lower().endswith(".json") or text.lstrip().startswith("["):
+        return _json_store(text, name, named_json=path.lower().endswith(".json"))
 
-    if text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(
-                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
-        if not isinstance(data, list):  # e.g. "[1] 2" is not even JSON; kept for safety
-            raise UsageError(f"{path}: a JSON store must be a list of objects")
-        for i, entry in enumerate(data):
-            if not isinstance(entry, dict):
-                raise UsageError(
-                    f"{path}: entry {i} (0-based) must be a JSON object, got {_json_type(entry)}"
-                )
-        return data
-
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    whole = _one_json_value(text)
+    if isinstance(whole, dict) and (
+            len(lines) > 1 or not any(key in ENTRY_KEYS for key in whole)):
+        raise UsageError(_not_a_list(name, whole))
     entries: list[dict[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in lines:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            if entries == [] and _is_one_json_value(text):
-                raise UsageError(
-                    f"{path}: holds a single JSON value over several lines; a store is a JSON"
-                    " list of objects or JSON Lines (one object per line)"
-                ) from None
             raise UsageError(
-                f"{path} line {lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
+                f"{name} line {lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
             ) from None
         if not isinstance(entry, dict):
             raise UsageError(
-                f"{path} line {lineno}: an entry must be a JSON object, got {_json_type(entry)}"
+                f"{name} line {lineno}: an entry must be a JSON object, got {_json_type(entry)}"
             )
         entries.append(entry)
     return entries
@@ -196,7 +209,7 @@ def read_pools_file(path: str) -> list[Pool]:
     """Read ``--pools FILE.json``: a list of ``{name, max_tokens, max_entries, types?}``.
 
     Args:
-        path: the JSON file.
+        path: the JSON file (UTF-8, a byte-order mark allowed), or ``-``.
 
     Returns:
         The pools, in file order.
@@ -205,40 +218,20 @@ def read_pools_file(path: str) -> list[Pool]:
         UsageError: the file is missing or unreadable, is not such a list, or
             describes an invalid pool.
     """
+    text = _read_text(path, "pools")
+    name = _display_name(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"pools file not found: {path}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read pools file {path}: {exc}") from None
+        raise _invalid_json(name, exc) from None
     if not isinstance(data, list) or not data:
-        raise UsageError(f"{path}: expected a non-empty JSON list of pool objects")
+        raise UsageError(f"{name}: expected a non-empty JSON list of pool objects")
     pools = []
-    allowed = {"name", "max_tokens", "max_entries", "types"}
     for i, item in enumerate(data):
-        where = f"{path}: pool {i}"
-        if not isinstance(item, dict):
-            raise UsageError(f"{where} must be a JSON object, got {_json_type(item)}")
-        missing = sorted({"name", "max_tokens", "max_entries"} - set(item))
-        if missing:
-            raise UsageError(f"{where} lacks {', '.join(missing)}")
-        unknown = sorted(set(item) - allowed)
-        if unknown:
-            raise UsageError(f"{where} has unknown key(s) {', '.join(unknown)}")
-        types = item.get("types")
-        if types is not None and not (
-            isinstance(types, list) and all(isinstance(t, str) for t in types)
-        ):
-            raise UsageError(f"{where}: types must be a list of strings or null, got {types!r}")
         try:
-            pools.append(Pool(item["name"], item["max_tokens"], item["max_entries"],
-                              None if types is None else tuple(types)))
+            pools.append(pool_from_data(item, f"{name}: pool {i}"))
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(str(exc)) from None
     return pools
 
 
@@ -277,7 +270,7 @@ def parse_now(text: str) -> datetime:
 def _cmd_demo(args: argparse.Namespace) -> str:
     report = run_demo()
     if args.json:
-        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        return _dump(report)
     return format_report(report)
 
 
@@ -298,8 +291,8 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
         ledger = explanation.ledgers[name]
         lines.append(
             f"pool {name!r} ({_pool_terms(pools[name])}): {len(decisions)} loaded"
-            f" ({ledger.always} always-scope), {ledger.tokens_used} of {ledger.max_tokens}"
-            " tokens used"
+            f" ({ledger.always} always-scope), {ledger.tokens_used} of"
+            f" {plural(ledger.max_tokens, 'token')} used"
         )
         if not decisions:
             lines += ["  (nothing loaded)", ""]
@@ -311,7 +304,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
                 "-" if d.score is None else f"{d.score:.3f}", str(d.cost),
                 "always" if d.outcome == "always" else "", _short(d.entry.get("content"), 60),
             ))
-        lines += ["  " + row for row in _table(rows, right={2, 3})] + [""]
+        lines += ["  " + row for row in table(rows, right={2, 3})] + [""]
     return "\n".join(lines)
 
 
@@ -322,7 +315,7 @@ def _cmd_explain(args: argparse.Namespace) -> str:
     if args.id is not None:
         decisions = [d for d in decisions if _id(d.entry) == args.id]
         if not decisions:
-            raise UsageError(f"no entry with id {args.id!r} in {args.store}")
+            raise UsageError(f"no entry with id {args.id!r} in {_display_name(args.store)}")
     if args.json:
         return _dump({
             **request.header(),
@@ -341,13 +334,12 @@ def _cmd_explain(args: argparse.Namespace) -> str:
             f"{led.selected}/{led.max_entries}", f"{led.always} ({led.always_tokens})",
             str(led.skipped_tokens), str(led.skipped_entries),
         ))
-    lines += ["  " + row for row in _table(rows, right={1, 2, 3, 5, 6})]
-    rows = []
+    lines += ["  " + row for row in table(rows, right={1, 2, 3, 5, 6})]
     lines += ["", "Why each entry was or was not loaded" if args.id is None
               else f"Why {args.id!r} was or was not loaded", ""]
-    rows += [(_id(d.entry), str(d.entry.get("type", "note")), reason(d, explanation.ledgers))
-             for d in decisions]
-    lines += ["  " + row for row in _table(rows)]
+    rows = [(_id(d.entry), str(d.entry.get("type", "note")), reason(d, explanation.ledgers))
+            for d in decisions]
+    lines += ["  " + row for row in table(rows)] if rows else ["  (no entries)"]
     return "\n".join(lines) + "\n"
 
 
@@ -363,19 +355,27 @@ def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
     """
     d, entry = decision, decision.entry
     score = "" if d.score is None else f"score {d.score:.3f}"
+    cost = plural(d.cost or 0, "token")
     if d.outcome == "always":
         return (f"always: scope=always, loaded first in pool {d.pool!r} outside its budget"
-                f" ({d.cost} tokens, not charged)")
+                f" ({cost}, not charged)")
+    ledger = ledgers.get(d.pool) if d.pool is not None else None
     if d.outcome == "selected":
-        return (f"selected: #{(d.rank or 0) + 1} in pool {d.pool!r}, {score},"
-                f" cost {d.cost} tokens")
+        # rank counts the pool's loads, always-scope first; max_entries caps the rest.
+        always = ledger.always if ledger is not None else 0
+        cap = f" of at most {ledger.max_entries}" if ledger is not None else ""
+        after = f" (after its {plural(always, 'always-scope entry', 'always-scope entries')})"
+        return (f"selected: contextual pick {(d.rank or 0) - always + 1}{cap} in pool"
+                f" {d.pool!r}{after if always else ''}, {score}, cost {cost}")
     if d.outcome == "over_tokens":
-        return (f"over_tokens: needed {d.cost} tokens, {d.tokens_left} were left in pool"
-                f" {d.pool!r} ({score})")
+        left = d.tokens_left or 0
+        return (f"over_tokens: needed {cost}, {left} {'was' if left == 1 else 'were'} left"
+                f" in pool {d.pool!r} ({score})")
     if d.outcome == "over_entries":
-        cap = ledgers[d.pool].max_entries if d.pool is not None and d.pool in ledgers else "its"
-        return (f"over_entries: pool {d.pool!r} already held its {cap} entries when its turn"
-                f" came ({score}, cost {d.cost} tokens)")
+        held = (plural(ledger.max_entries, "entry", "entries") if ledger is not None
+                else "its entries")
+        return (f"over_entries: pool {d.pool!r} already held its {held} when its turn"
+                f" came ({score}, cost {cost})")
     if d.outcome == "no_pool":
         return f"no_pool: its type {entry.get('type', 'note')!r} is in no pool"
     why = []
@@ -402,6 +402,8 @@ class _Request:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> _Request:
+        if args.store == "-" and args.pools == "-":
+            raise UsageError("only one of STORE and --pools can be '-' (standard input)")
         pools = ([parse_pool_spec(spec) for spec in args.pool] if args.pool
                  else read_pools_file(args.pools))
         seen = set()
@@ -417,7 +419,7 @@ class _Request:
         try:
             return explain_pools(self.entries, self.pools, self.context, now=self.now)
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"{self.store}: {exc}") from None
+            raise UsageError(f"{_display_name(self.store)}: {exc}") from None
 
     def header(self) -> dict[str, Any]:
         return {
@@ -469,13 +471,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _add_request_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", metavar="STORE",
-                        help="a JSON list of entry objects, or JSON Lines (one per line)")
+                        help="a JSON list of entry objects, or JSON Lines (one per line);"
+                        " '-' reads standard input")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--pool", action="append", metavar="NAME:MAX_TOKENS:MAX_ENTRIES[:TYPES]",
                         help="a pool, repeatable, in fill order; TYPES is a comma list")
     source.add_argument("--pools", metavar="FILE.json",
                         help="a JSON list of {name, max_tokens, max_entries, types}")
-    parser.add_argument("--message", required=True, help="what the user said")
+    parser.add_argument("--message", default="",
+                        help="what the user said (default: an empty message)")
     parser.add_argument("--project", help="the current project")
     parser.add_argument("--tag", action="append", metavar="TAG", help="a context tag, repeatable")
     parser.add_argument("--now", metavar="ISO",
@@ -538,13 +542,13 @@ def _ledger_data(led: Ledger) -> dict[str, Any]:
 
 
 def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    return escape_json(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
 def _pool_terms(pool: Pool) -> str:
     types = "every type" if pool.types is None else "types " + ",".join(pool.types)
-    entries = "entry" if pool.max_entries == 1 else "entries"
-    return f"{pool.max_tokens} tokens, {pool.max_entries} {entries}, {types}"
+    return (f"{plural(pool.max_tokens, 'token')},"
+            f" {plural(pool.max_entries, 'entry', 'entries')}, {types}")
 
 
 def _id(entry: Mapping[str, Any]) -> str:
@@ -565,30 +569,83 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _is_one_json_value(text: str) -> bool:
+_NOT_JSON = object()
+
+
+def _one_json_value(text: str) -> Any:
+    """The value ``text`` holds when it is exactly one JSON value, else ``_NOT_JSON``."""
     try:
-        json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError:
-        return False
-    return True
+        return _NOT_JSON
 
 
-def _short(value: Any, width: int) -> str:
+def _json_store(text: str, name: str, *, named_json: bool) -> list[dict[str, Any]]:
+    """A store written as one JSON document: a list of objects."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if named_json and exc.msg == "Extra data":
+            raise UsageError(
+                f"{name}: a .json store is one JSON document (a list of objects), but a second"
+                f" value starts at line {exc.lineno}; for JSON Lines name the file .jsonl"
+            ) from None
+        raise _invalid_json(name, exc) from None
+    if not isinstance(data, list):
+        raise UsageError(_not_a_list(name, data))
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise UsageError(
+                f"{name}: entry {i} (0-based) must be a JSON object, got {_json_type(entry)}"
+            )
+    return data
+
+
+def _invalid_json(name: str, exc: json.JSONDecodeError) -> UsageError:
+    return UsageError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+
+
+def _not_a_list(name: str, value: Any) -> str:
+    """The error for a store that is one JSON value but not a list of objects."""
+    got = _json_type(value)
+    if isinstance(value, dict):
+        keys = [repr(str(key)) for key in list(value)[:5]] + (["..."] if len(value) > 5 else [])
+        got = ("one empty JSON object" if not keys else
+               f"one JSON object with the key{'s' if len(keys) > 1 else ''} {', '.join(keys)}")
+        wrapped = [key for key, item in value.items()
+                   if isinstance(item, list) and item and all(isinstance(e, dict) for e in item)]
+        if wrapped:
+            got += f" (is its {wrapped[0]!r} list the store?)"
+    return (f"{name}: a store must be a list of objects, got {got}; write a JSON list of"
+            " objects, or JSON Lines with one object per line")
+
+
+def _read_text(path: str, what: str) -> str:
+    """The text of ``path`` (``-``: standard input), decoded as UTF-8, a BOM skipped."""
+    try:
+        if path == "-":
+            stream = sys.stdin
+            raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+            text = raw if isinstance(raw, str) else raw.decode("utf-8-sig")
+            return text[1:] if text.startswith("\ufeff") else text
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise UsageError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} is a directory, not a file: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{_display_name(path)}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {_display_name(path)}: {exc.strerror}") from None
+
+
+def _display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _short(value: Any, columns: int) -> str:
     text = "" if value is None else " ".join(str(value).split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _table(rows: Sequence[Sequence[str]], right: frozenset[int] | set[int] = frozenset()
-           ) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = []
-    for row in rows:
-        cells = [
-            cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths))
-        ]
-        out.append("  ".join(cells).rstrip())
-    return out
+    return shorten(escape(text), columns)
 
 
 if __name__ == "__main__":

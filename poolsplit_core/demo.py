@@ -34,6 +34,8 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
+from poolsplit_core._plain import pool_to_data
+from poolsplit_core._text import plural, shorten, table
 from poolsplit_core.poolsplit import Pool, PreparedStore
 
 __all__ = [
@@ -262,8 +264,8 @@ def run_demo(burst: int = BURST_SIZE) -> dict[str, Any]:
         "store_entries": len(store),
         "queries": len(DEMO_QUERIES),
         "budget": {"tokens": TOTAL_TOKENS, "entries": TOTAL_ENTRIES},
-        "single_pool": _pool_data(SINGLE_POOL),
-        "split_pools": [_pool_data(pool) for pool in SPLIT_POOLS],
+        "single_pool": pool_to_data(SINGLE_POOL),
+        "split_pools": [pool_to_data(pool) for pool in SPLIT_POOLS],
         "types": {
             kind: {"single": single, "split": split}
             for kind, single, split in zip(
@@ -299,7 +301,7 @@ def format_report(report: Mapping[str, Any]) -> str:
         f" {n} queries, now = {report['now']}",
         "",
         f"single budget  one scorer, one budget, no always tier: one pool of"
-        f" {budget['tokens']} tokens / {budget['entries']} entries",
+        f" {plural(budget['tokens'], 'token')} / {plural(budget['entries'], 'entry', 'entries')}",
         "               for every type; corrections ranked like any entry (scope ignored)",
         "pool-split     one pool per type, same totals (tokens/entries):",
         "               " + ", ".join(
@@ -318,13 +320,13 @@ def format_report(report: Mapping[str, Any]) -> str:
     rows: list[tuple[str, ...]] = [("type", "single budget", "", "pool-split")]
     for kind, counts in report["types"].items():
         rows.append((kind, f"{counts['single']}/{n}", "→", f"{counts['split']}/{n}"))
-    lines += ["  " + line for line in _table(rows)]
+    lines += ["  " + line for line in table(rows)]
 
     burst = report["burst"]
     lines += [
         "",
-        f"Burst: {burst['fresh_entries']} fresh entries arrive (created now, base_priority 9,"
-        " matching the queries).",
+        f"Burst: {plural(burst['fresh_entries'], 'fresh entry', 'fresh entries')} arrive"
+        " (created now, base_priority 9, matching the queries).",
         "Does each correction load on the query it exists for?",
         "",
     ]
@@ -332,41 +334,9 @@ def format_report(report: Mapping[str, Any]) -> str:
     rows = [("correction", "single budget", "", "pool-split", ""),
             ("", "quiet", "burst", "quiet", "burst")]
     for c in burst["corrections"]:
-        rows.append((_short(c["content"], 46), *("yes" if c[key] else "NO" for key in keys)))
+        rows.append((shorten(c["content"], 46), *("yes" if c[key] else "NO" for key in keys)))
     count = len(burst["corrections"])
     rows.append(("loaded", *(f"{sum(c[key] for c in burst['corrections'])}/{count}"
                              for key in keys)))
-    lines += ["  " + line for line in _table(rows, spans={1: 2, 3: 2})]
+    lines += ["  " + line for line in table(rows, spans={1: 2, 3: 2})]
     return "\n".join(lines) + "\n"
-
-
-def _pool_data(pool: Pool) -> dict[str, Any]:
-    return {
-        "name": pool.name,
-        "max_tokens": pool.max_tokens,
-        "max_entries": pool.max_entries,
-        "types": None if pool.types is None else list(pool.types),
-    }
-
-
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _table(rows: Sequence[Sequence[str]], spans: Mapping[int, int] | None = None) -> list[str]:
-    """Align columns; ``spans`` maps a row-0 column to how many columns its title covers."""
-    spans = spans or {}
-    body = rows[1:] if spans else rows
-    widths = [max(len(row[i]) for row in body) for i in range(len(rows[0]))]
-    out = []
-    if spans:
-        head, col = [], 0
-        cells = rows[0]
-        while col < len(cells):
-            span = spans.get(col, 1)
-            width = sum(widths[col:col + span]) + 2 * (span - 1)
-            head.append(cells[col].ljust(width))
-            col += span
-        out.append("  ".join(head).rstrip())
-    out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in body]
-    return out

@@ -25,6 +25,12 @@ any other key                  passed through for a custom scorer
 Results carry three added metadata keys: ``poolsplit_pool`` (the pool's
 name), ``poolsplit_score`` (the score, ``None`` for always-scope) and
 ``poolsplit_always`` (bool). Metadata is always copied, never changed in place.
+
+Also shared by every component: the options and their checks
+(:data:`OPTION_CHECKS`), the refusal of unknown keyword arguments
+(:func:`refuse_unknown`), and serialisation -- pools as plain data
+(``{"name", "max_tokens", "max_entries", "types"}``), callables refused by
+name (:func:`refuse_unserialisable`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
     AlwaysScopeOverflowError,
     Decision,
@@ -50,7 +57,8 @@ from poolsplit_core.poolsplit import (
 
 logger = logging.getLogger("poolsplit")
 
-#: The entry keys SPEC.md gives a meaning to, read from metadata.
+#: The entry keys the README gives a meaning to ("Entries and the framework mapping"),
+#: read from metadata.
 ENTRY_KEYS = (
     "id", "type", "scope", "tags", "project", "created",
     "token_count", "base_priority", "status", "superseded_by",
@@ -178,7 +186,17 @@ def _optional_count(name: str, value: Any) -> int | None:
 
 
 def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
-    """Validate an adapter's pool list at construction: non-empty, unique names."""
+    """Validate an adapter's pool list at construction: non-empty, unique names.
+
+    A pool may be given as plain data (``{"name", "max_tokens", "max_entries",
+    "types"}``, as serialised), so a component rebuilt from its dict gets Pools.
+
+    >>> check_pools_arg([{"name": "all", "max_tokens": 10, "max_entries": 2}])
+    [Pool(name='all', max_tokens=10, max_entries=2, types=None)]
+    """
+    if isinstance(pools, (list, tuple)):
+        pools = [pool_from_data(pool, f"pools[{i}]") if isinstance(pool, Mapping) else pool
+                 for i, pool in enumerate(pools)]
     checked = _check_pools(pools)
     if not checked:
         raise ValueError("pools must hold at least one Pool, got an empty list")
@@ -235,6 +253,7 @@ class Selector:
         self.context = dict(context or {})
         self.k = check_k(k)
         self.scorer, self.now = scorer, now
+        self.token_counter, self.is_active = token_counter, is_active
         self.filter = check_filter(filter)
         self.require_filter_keys = check_required_keys(require_filter_keys)
         self.max_always_tokens = check_max_always_tokens(max_always_tokens)
@@ -262,6 +281,7 @@ class Selector:
         for this call; ``k`` replaces the default cap; ``filter`` replaces the
         default filter (``None`` or ``{}``: no filter, if none is required).
         """
+        refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
         context, include = self._call(message, filter, overrides)
         decided = self.store.decide(self.pools, context, scorer=self.scorer, now=self.now,
                                     extra=extra, include=include)
@@ -283,6 +303,7 @@ class Selector:
         key is missing); ``k`` does not apply. Entries the filter rejects get
         no record.
         """
+        refuse_unknown("Selector.explain()", overrides, CONTEXT_KWARGS)
         context, include = self._call(message, filter, overrides)
         return self.store.explain_pools(self.pools, context, scorer=self.scorer, now=self.now,
                                         extra=extra, include=include)
@@ -387,3 +408,137 @@ OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
 def check_option(name: str | None, value: Any) -> Any:
     """Check the shared option ``name`` (a pydantic validator's ``info.field_name``)."""
     return OPTION_CHECKS[name or ""](value)
+
+
+# --------------------------------------------------------------------------
+# Unknown keyword arguments: refused, naming the accepted ones
+# --------------------------------------------------------------------------
+
+#: The per-call context overrides every component's calls take.
+CONTEXT_KWARGS = ("project", "tags")
+
+
+def refuse_unknown(owner: str, given: Iterable[Any], accepted: Iterable[str]) -> None:
+    """Raise a TypeError naming the keyword arguments of ``given`` not in ``accepted``.
+
+    A misspelt argument (``top_n=``, ``tagz=``) would otherwise be dropped
+    silently, and the caller would never learn that it did nothing.
+
+    >>> refuse_unknown("Block.get()", {"tags": [], "tagz": []}, ["project", "tags"])
+    Traceback (most recent call last):
+    ...
+    TypeError: Block.get() got unexpected keyword argument(s) ['tagz']; it accepts project=, tags=
+
+    Args:
+        owner: the call, as the user wrote it, e.g. ``"PoolSplitRetriever.invoke()"``.
+        given: the names of the keyword arguments received.
+        accepted: every name the call accepts, in the order to list them.
+    """
+    allowed = list(accepted)
+    unknown = sorted(str(name) for name in given if name not in allowed)
+    if unknown:
+        raise TypeError(
+            f"{owner} got unexpected keyword argument(s) {unknown};"
+            f" it accepts {', '.join(f'{name}=' for name in allowed)}"
+        )
+
+
+def model_arguments(model: Any) -> list[str]:
+    """The keyword arguments a pydantic model's constructor accepts: its fields (by alias)."""
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def refuse_unknown_fields(model: Any, data: Any) -> Any:
+    """A pydantic ``model_validator(mode="before")`` body: refuse keys that are not fields."""
+    if isinstance(data, Mapping):
+        refuse_unknown(f"{model.__name__}()", data, model_arguments(model))
+    return data
+
+
+# --------------------------------------------------------------------------
+# Serialisation: pools as plain data, callables refused by name
+# --------------------------------------------------------------------------
+
+#: The hooks each component takes, and their defaults. A default serialises
+#: as "the default" (left out, or null); a custom callable cannot serialise.
+CALLABLE_DEFAULTS: dict[str, Callable[..., Any]] = {
+    "scorer": default_scorer,
+    "token_counter": default_token_counter,
+    "is_active": default_is_active,
+}
+
+
+class NotSerializableError(TypeError, ValueError):
+    """A component holds something that is code or a live object, not data.
+
+    A ``TypeError``, as ``json.dumps`` raises for a value it cannot write, and a
+    ``ValueError``, as pydantic's serialisation errors are.
+    """
+
+
+def pools_to_data(pools: Iterable[Pool]) -> list[dict[str, Any]]:
+    """The pools as JSON-ready dicts (``types``: a list, or None for every type).
+
+    >>> pools_to_data([Pool("work", 800, 6, ("task",))])
+    [{'name': 'work', 'max_tokens': 800, 'max_entries': 6, 'types': ['task']}]
+    """
+    return [pool_to_data(pool) for pool in pools]
+
+
+def default_hook(name: str, value: Any) -> Any:
+    """``value``, or the default hook for ``None`` (how a serialised default reads back)."""
+    return CALLABLE_DEFAULTS[name] if value is None else value
+
+
+def refuse_unserialisable(
+    owner: str,
+    values: Mapping[str, Any],
+    *,
+    live: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    hint: str,
+) -> None:
+    """Refuse to serialise a component holding code: a NotSerializableError naming the field.
+
+    A hook (``scorer``, ``token_counter``, ``is_active``) serialises only as
+    its default; a ``live`` field (a base retriever, a callable store) only
+    as None.
+
+    Args:
+        owner: the component's class name.
+        values: the component's field values by name.
+        live: fields that must be None (or absent) to serialise.
+        skip: fields the caller excluded from the output.
+        hint: how to serialise anyway, with ``{name}`` for the field's name.
+    """
+    skipped = set(skip)
+    for name, default in CALLABLE_DEFAULTS.items():
+        value = values.get(name, default)
+        if name not in skipped and value is not default:
+            raise NotSerializableError(
+                f"{owner} cannot be serialised: {name} is a custom callable"
+                f" ({_callable_name(value)}), which is code, not data; "
+                + hint.format(name=name)
+            )
+    for name in live:
+        value = values.get(name)
+        if name not in skipped and value is not None:
+            what = (f"is a callable ({_callable_name(value)}), which is code" if callable(value)
+                    else f"holds a live object ({type(value).__name__})")
+            raise NotSerializableError(
+                f"{owner} cannot be serialised: {name} {what}, not data; "
+                + hint.format(name=name)
+            )
+
+
+def excluded(exclude: Any) -> set[str]:
+    """The top-level field names of a pydantic-style ``exclude`` argument."""
+    if exclude is None:
+        return set()
+    return {str(name) for name in exclude}
+
+
+def _callable_name(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return str(name) if name else type(value).__name__
+

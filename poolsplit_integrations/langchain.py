@@ -19,6 +19,15 @@ copy of the metadata. Input documents are never modified.
 Tenancy (``filter``, ``require_filter_keys``) and the always-tier ceiling
 (``max_always_tokens``) are the Selector's; the adapters only pass them on.
 
+Both refuse unknown arguments -- at construction and per call -- naming the
+accepted ones. Both serialise what is data: ``model_dump()`` and
+``model_dump_json()`` write the pools as plain dicts and the documents as
+LangChain writes them, and ``model_validate``/``model_validate_json`` rebuild
+an equal component. What is code (a custom ``scorer``, ``token_counter`` or
+``is_active``) or a live object (``base_retriever``) cannot be written as
+JSON: ``model_dump_json()`` refuses it by name (a ``TypeError``); exclude the
+field and pass it again when rebuilding.
+
 Needs the ``langchain`` extra: ``pip install 'poolsplit[langchain]'``.
 """
 
@@ -35,7 +44,7 @@ require("langchain_core", "langchain")
 import numbers
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -48,8 +57,9 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import (
     ConfigDict,
     Field,
+    FieldSerializationInfo,
     PrivateAttr,
-    ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -63,14 +73,19 @@ from poolsplit_core.poolsplit import (
     default_token_counter,
 )
 from poolsplit_integrations._entries import (
+    CALLABLE_DEFAULTS,
     DEFAULT,
-    OPTION_CHECKS,
     Hit,
+    NotSerializableError,
     Selector,
-    check_option,
+    excluded,
+    model_arguments,
+    refuse_unknown,
+    refuse_unserialisable,
     result_metadata,
     to_entry,
 )
+from poolsplit_integrations._models import OptionsModel
 
 __all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
 
@@ -88,13 +103,21 @@ _FRAMEWORK_KWARGS = frozenset({"verbose"})
 
 
 def _check_documents(value: Any, field: str) -> Any:
-    """Refuse anything but a list of ``Document`` (pydantic would coerce dicts)."""
+    """Refuse anything but a list of ``Document`` (pydantic would coerce dicts).
+
+    A dict is taken only in the form ``Document.model_dump()`` writes (its
+    ``"type"`` is ``"Document"``), so a dumped component validates back.
+    """
     if isinstance(value, (str, bytes, Mapping, Document)) or not isinstance(value, Sequence):
         raise TypeError(f"{field} must be a list of Document, got {type(value).__name__}")
+    documents = []
     for i, doc in enumerate(value):
+        if isinstance(doc, Mapping) and doc.get("type") == "Document":
+            doc = Document.model_validate(doc)
         if not isinstance(doc, Document):
             raise TypeError(f"{field}[{i}] must be a Document, got {type(doc).__name__}")
-    return value
+        documents.append(doc)
+    return documents
 
 
 def _freeze(value: Any) -> Hashable:
@@ -140,12 +163,7 @@ def _call_overrides(
             " only cuts invoke()'s contextual documents afterwards (each pool keeps its"
             " first ones); explain without k and read the loaded records in order"
         )
-    unknown = sorted(set(kwargs) - set(accepted) - _FRAMEWORK_KWARGS)
-    if unknown:
-        raise TypeError(
-            f"{owner}.{method}() got unexpected keyword argument(s) {unknown};"
-            f" it accepts {', '.join(f'{name}=' for name in accepted)}"
-        )
+    refuse_unknown(f"{owner}.{method}()", set(kwargs) - _FRAMEWORK_KWARGS, accepted)
     return {key: kwargs[key] for key in accepted if key in kwargs}
 
 
@@ -261,8 +279,59 @@ _SELECTOR_FIELDS = (
     "pools", "context", "k", "scorer", "token_counter", "is_active", "now",
     "filter", "require_filter_keys", "max_always_tokens",
 )
-# Unknown init args are typos, not silently ignored; assigning a field rebuilds the store.
-_CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+
+
+class _Component(OptionsModel):
+    """What both components share: option checks, refusals, serialisation.
+
+    Unknown init args are typos, refused naming the fields; assigning a field
+    is validated (and rebuilds the mapped store). Pools serialise as plain
+    dicts; hooks serialise to JSON only as their defaults (null), and a live
+    object not at all -- refused by name before pydantic would fail inside.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid",
+                              validate_assignment=True)
+
+    #: Fields holding live objects, which JSON cannot carry.
+    _LIVE: ClassVar[tuple[str, ...]] = ()
+
+    @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
+    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:
+        if value is not CALLABLE_DEFAULTS[info.field_name]:  # model_dump_json checked first
+            raise NotSerializableError(f"{info.field_name} is a custom callable")
+        return None
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's ``model_dump``; with ``mode="json"``, code is refused by name first."""
+        if kwargs.get("mode") == "json":
+            self._refuse_code(kwargs.get("exclude"))
+        return super().model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """Pydantic's ``model_dump_json``, refusing code and live objects by name first.
+
+        Raises:
+            NotSerializableError: a custom ``scorer``, ``token_counter`` or
+                ``is_active``, or a ``base_retriever`` (a ``TypeError``) --
+                unless that field is excluded.
+        """
+        self._refuse_code(kwargs.get("exclude"))
+        return super().model_dump_json(**kwargs)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """Pydantic's ``model_copy``; an ``update`` key that is not a field is refused."""
+        refuse_unknown(f"{type(self).__name__}.model_copy(update=...)", update or {},
+                       model_arguments(type(self)))
+        return super().model_copy(update=update, deep=deep)
+
+    def _refuse_code(self, exclude: Any) -> None:
+        refuse_unserialisable(
+            type(self).__name__, {name: getattr(self, name) for name in type(self).model_fields},
+            live=self._LIVE, skip=excluded(exclude),
+            hint="dump without it (exclude={{'{name}'}}) and pass {name}= again when you"
+                 " rebuild the component",
+        )
 
 
 # --------------------------------------------------------------------------
@@ -270,7 +339,7 @@ _CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assi
 # --------------------------------------------------------------------------
 
 
-class PoolSplitRetriever(BaseRetriever):
+class PoolSplitRetriever(_Component, BaseRetriever):
     r"""Pool-split retriever: reserved budgets per entry type, corrections first.
 
     Each :class:`~poolsplit_core.poolsplit.Pool` reserves a token budget and
@@ -472,8 +541,6 @@ class PoolSplitRetriever(BaseRetriever):
             # 9 6 6
     """
 
-    model_config = _CONFIG
-
     documents: list[Document] = Field(default_factory=list)
     """The memory store; each Document is one entry."""
     pools: list[Pool]
@@ -500,11 +567,18 @@ class PoolSplitRetriever(BaseRetriever):
     """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
 
     _store: _Store = PrivateAttr()
+    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
 
-    @field_validator(*OPTION_CHECKS, mode="before")
+    @field_validator("base_retriever", mode="before")
     @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
+    def _validate_base_retriever(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, BaseRetriever):
+            raise TypeError(
+                f"base_retriever must be a LangChain BaseRetriever or None, got"
+                f" {type(value).__name__} (a dumped retriever cannot be rebuilt from its data;"
+                " pass the retriever itself)"
+            )
+        return value
 
     @field_validator("documents", mode="before")
     @classmethod
@@ -633,7 +707,7 @@ class PoolSplitRetriever(BaseRetriever):
 # --------------------------------------------------------------------------
 
 
-class PoolSplitCompressor(BaseDocumentCompressor):
+class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     """Pool-split applied to documents another retriever found, corrections pinned.
 
     The compressor-pipeline idiom: a similarity search proposes candidates,
@@ -694,8 +768,6 @@ class PoolSplitCompressor(BaseDocumentCompressor):
             # ['c1', 'b', 'a']
     """
 
-    model_config = _CONFIG
-
     pools: list[Pool]
     """Reserved budgets, filled in order; at least one, unique names."""
     pinned: list[Document] = Field(default_factory=list)
@@ -720,11 +792,6 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
 
     _store: _Store = PrivateAttr()
-
-    @field_validator(*OPTION_CHECKS, mode="before")
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
 
     @field_validator("pinned", mode="before")
     @classmethod

@@ -46,15 +46,28 @@ correction). LlamaIndex's ``retrieve`` takes only the query, so the filter
 lives on the retriever: :meth:`PoolSplitRetriever.with_filter` gives another
 tenant's retriever over the same prepared store. :meth:`PoolSplitRetriever.explain`
 returns the core's records and ledgers for a query.
+
+**Arguments and serialisation.** All three refuse unknown arguments -- at
+construction, in ``from_dict`` and ``from_defaults``, and per call
+(``PoolSplitMemoryBlock`` takes ``project=`` and ``tags=``) -- naming the
+accepted ones. All three round-trip through ``to_dict``/``from_dict`` and
+``to_json``/``from_json``, as LlamaIndex components do: pools as plain dicts
+(``{"name", "max_tokens", "max_entries", "types"}``), nodes as LlamaIndex's
+docstore writes them. What is code -- a custom ``scorer``, ``token_counter``
+or ``is_active``, a callable store -- or a live ``base_retriever`` is refused
+by name (a ``TypeError``): serialise with ``exclude={"scorer"}`` and pass it
+again, ``from_dict(data, scorer=...)``.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 from poolsplit_integrations._extras import require
 
@@ -65,7 +78,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E
 from llama_index.core.bridge.pydantic import (  # noqa: E402
     Field,
     PrivateAttr,
-    ValidationInfo,
+    field_serializer,
     field_validator,
 )
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
@@ -81,6 +94,8 @@ from llama_index.core.schema import (  # noqa: E402
     QueryBundle,
     TextNode,
 )
+from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc  # noqa: E402
+from typing_extensions import Self  # noqa: E402
 
 from poolsplit_core.poolsplit import (  # noqa: E402
     Explanation,
@@ -90,14 +105,18 @@ from poolsplit_core.poolsplit import (  # noqa: E402
     default_token_counter,
 )
 from poolsplit_integrations._entries import (  # noqa: E402
-    OPTION_CHECKS,
+    CONTEXT_KWARGS,
     RESULT_KEYS,
     Hit,
     Selector,
-    check_option,
+    excluded,
+    pools_to_data,
+    refuse_unknown,
+    refuse_unserialisable,
     result_metadata,
     to_entry,
 )
+from poolsplit_integrations._models import OptionsModel  # noqa: E402
 
 __all__ = [
     "CORRECTIONS_HEADING",
@@ -223,12 +242,115 @@ def _documents_to_nodes(
     return nodes
 
 
+def _node_data(node: BaseNode) -> dict[str, Any]:
+    """A node as LlamaIndex's docstore writes it: ``{"__data__": ..., "__type__": ...}``."""
+    data = doc_to_json(node)
+    data["__type__"] = str(getattr(data["__type__"], "value", data["__type__"]))
+    return data
+
+
+def _is_node_data(item: Any) -> bool:
+    return isinstance(item, Mapping) and set(item) == {"__data__", "__type__"}
+
+
+def _nodes_from_data(value: Any) -> Any:
+    """``value`` with every item written by :func:`_node_data` read back as a node."""
+    if isinstance(value, (list, tuple)):
+        return [json_to_doc(dict(item)) if _is_node_data(item) else item for item in value]
+    return value
+
+
+#: How to serialise a component holding code anyway.
+_SERIALISE_HINT = ("serialise without it (to_dict(exclude={{'{name}'}})) and pass it again:"
+                   " from_dict(data, {name}=...)")
+
+
+class _Serialisable:
+    """``to_dict``/``from_dict``/``to_json``/``from_json``, as LlamaIndex components spell them.
+
+    Subclasses say what their fields hold (:meth:`_values`), how they write
+    themselves as plain data (:meth:`_data`) and how they read it back
+    (:meth:`_from_data`). Code and live objects are refused by name first.
+    """
+
+    #: Fields that hold live objects when they are not None.
+    _LIVE: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serialises this component under."""
+        return cls.__name__
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The component as JSON-ready data; ``exclude={...}`` leaves fields out.
+
+        Raises:
+            NotSerializableError: a custom ``scorer``/``token_counter``/``is_active``
+                or a live object (a ``TypeError``), unless excluded.
+        """
+        refuse_unserialisable(type(self).__name__, self._values(), live=self._LIVE,
+                              skip=excluded(kwargs.get("exclude")), hint=_SERIALISE_HINT)
+        data = self._data(**kwargs)
+        data["class_name"] = self.class_name()
+        return data
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(**kwargs))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> Self:
+        """Rebuild a component from :meth:`to_dict`'s data; ``kwargs`` add or replace fields.
+
+        Raises:
+            ValueError: ``data`` describes another class.
+            TypeError: a key is not an argument of the component.
+        """
+        merged = {**data, **kwargs}
+        name = merged.pop("class_name", cls.class_name())
+        if name != cls.class_name():
+            raise ValueError(
+                f"{cls.__name__}.from_dict() needs the data of a {cls.class_name()!r},"
+                f" got class_name {name!r}"
+            )
+        return cls._from_data(merged)
+
+    @classmethod
+    def from_json(cls, data_str: str, **kwargs: Any) -> Self:
+        """Rebuild a component from :meth:`to_json`'s string."""
+        return cls.from_dict(json.loads(data_str), **kwargs)
+
+    def _values(self) -> dict[str, Any]:
+        """The component's fields by name (pydantic components: every field)."""
+        return {name: getattr(self, name) for name in getattr(type(self), "model_fields", {})}
+
+    def _data(self, **kwargs: Any) -> dict[str, Any]:
+        """JSON-ready fields (pydantic components: ``model_dump(mode="json")``)."""
+        data: dict[str, Any] = getattr(self, "model_dump")(mode="json", **kwargs)  # noqa: B009
+        return data
+
+    @classmethod
+    def _from_data(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
+
+
+class _Component(_Serialisable, OptionsModel):
+    """What the two pydantic components share (see :class:`OptionsModel`), as LlamaIndex data."""
+
+
+def _init_arguments(function: Callable[..., Any], *skip: str) -> list[str]:
+    """The keyword arguments ``function`` names (not ``self``, not ``**kwargs``)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, param in inspect.signature(function).parameters.items()
+            if param.kind in kinds and name not in ("self", "cls", *skip)]
+
+
 # --------------------------------------------------------------------------
 # PoolSplitRetriever
 # --------------------------------------------------------------------------
 
 
-class PoolSplitRetriever(BaseRetriever):
+class PoolSplitRetriever(_Serialisable, BaseRetriever):
     """A LlamaIndex retriever that fills reserved pools, corrections first.
 
     Setup:
@@ -354,7 +476,9 @@ class PoolSplitRetriever(BaseRetriever):
         max_always_tokens: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **unknown: NoReturn,
     ) -> None:
+        refuse_unknown(f"{type(self).__name__}()", unknown, _init_arguments(type(self).__init__))
         if nodes is None and base_retriever is None:
             raise ValueError(
                 "PoolSplitRetriever needs nodes, a base_retriever, or both; got neither"
@@ -400,7 +524,10 @@ class PoolSplitRetriever(BaseRetriever):
 
         Raises:
             ValueError: when both or neither of ``nodes`` and ``documents`` are given.
+            TypeError: when a keyword argument is not one ``__init__`` takes.
         """
+        refuse_unknown(f"{cls.__name__}.from_defaults()", kwargs, [
+            *_init_arguments(cls.from_defaults), *_init_arguments(cls.__init__, "nodes", "pools")])
         if (nodes is None) == (documents is None):
             given = "both" if nodes is not None else "neither"
             raise ValueError(f"give exactly one of nodes or documents, got {given}")
@@ -424,6 +551,8 @@ class PoolSplitRetriever(BaseRetriever):
         metadata, so ``scope="always"`` on a document makes it a correction.
         Other keyword arguments go to ``__init__``.
         """
+        refuse_unknown(f"{cls.__name__}.from_documents()", kwargs, [
+            *_init_arguments(cls.from_documents), *_init_arguments(cls.__init__, "nodes", "pools")])
         return cls(nodes=_documents_to_nodes(documents, node_parser), pools=pools, **kwargs)
 
     @property
@@ -484,6 +613,36 @@ class PoolSplitRetriever(BaseRetriever):
         _, extra_entries = _candidate_entries(self._nodes, candidates)
         return self._selector.explain(bundle.query_str, extra=extra_entries)
 
+    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
+
+    def _values(self) -> dict[str, Any]:
+        selector = self._selector
+        return {"scorer": selector.scorer, "token_counter": selector.token_counter,
+                "is_active": selector.is_active, "base_retriever": self._base_retriever}
+
+    def _data(self, **kwargs: Any) -> dict[str, Any]:
+        selector, skip = self._selector, excluded(kwargs.get("exclude"))
+        data = {
+            "nodes": [_node_data(node) for node in self._nodes],
+            "pools": pools_to_data(selector.pools),
+            "k": selector.k,
+            "context": selector.context or None,
+            "now": None if selector.now is None else selector.now.isoformat(),
+            "filter": selector.filter,
+            "require_filter_keys": list(selector.require_filter_keys),
+            "max_always_tokens": selector.max_always_tokens,
+            "verbose": self._verbose,
+        }
+        return {key: value for key, value in data.items() if key not in skip}
+
+    @classmethod
+    def _from_data(cls, data: dict[str, Any]) -> Self:
+        if "nodes" in data:
+            data["nodes"] = _nodes_from_data(data["nodes"])
+        if isinstance(data.get("now"), str):
+            data["now"] = datetime.fromisoformat(data["now"])
+        return cls(**data)
+
     def _refuse_unbound(self) -> None:
         self._selector.refuse_missing_keys(
             owner="this PoolSplitRetriever",
@@ -518,7 +677,7 @@ _SELECTOR_FIELDS = frozenset({
 })
 
 
-class PoolSplitPostprocessor(BaseNodePostprocessor):
+class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     """A node postprocessor that applies pool-split to another retriever's candidates.
 
     Setup:
@@ -597,15 +756,14 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
     _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
     _source: tuple[Any, ...] = PrivateAttr(default=())
 
-    @field_validator(*OPTION_CHECKS, mode="before")
+    @field_validator("pinned", mode="before")
     @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
+    def _read_pinned(cls, value: Any) -> Any:
+        return _nodes_from_data(value)
 
-    @classmethod
-    def class_name(cls) -> str:
-        """The name LlamaIndex serializes this component under."""
-        return "PoolSplitPostprocessor"
+    @field_serializer("pinned")
+    def _pinned_as_data(self, pinned: list[BaseNode]) -> list[dict[str, Any]]:
+        return [_node_data(node) for node in pinned]
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -657,7 +815,7 @@ class PoolSplitPostprocessor(BaseNodePostprocessor):
 # --------------------------------------------------------------------------
 
 
-class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
+class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
     """A ``Memory`` block that renders the agent's memory store through pool-split.
 
     Setup:
@@ -733,10 +891,18 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
     )
     corrections_heading: str = Field(default=CORRECTIONS_HEADING)
 
-    @field_validator(*OPTION_CHECKS, mode="before")
-    @classmethod
-    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_option(info.field_name, value)
+    @field_serializer("store")
+    def _store_as_data(self, store: Any) -> Any:
+        if callable(store):
+            return store  # code: to_dict refuses it by name
+        return [_node_data(item) if isinstance(item, BaseNode) else dict(item) for item in store]
+
+    _LIVE: ClassVar[tuple[str, ...]] = ("store",)
+
+    def _values(self) -> dict[str, Any]:
+        values = super()._values()
+        values["store"] = self.store if callable(self.store) else None  # only a callable is code
+        return values
 
     @field_validator("store", mode="before")
     @classmethod
@@ -748,7 +914,7 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
                 "store must be a list of entry dicts/nodes or a callable returning one,"
                 f" got {type(value).__name__}"
             )
-        return list(value)
+        return _nodes_from_data(list(value))
 
     def entries(self) -> list[Mapping[str, Any]]:
         """The store as entry dicts, read now (nodes mapped, dicts as they are)."""
@@ -767,7 +933,12 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
         return out
 
     def render(self, message: str = "", **overrides: Any) -> str:
-        """Run pool-split for ``message`` and render the text this block returns."""
+        """Run pool-split for ``message`` and render the text this block returns.
+
+        ``overrides`` replace the default context for this call: ``project=``
+        and ``tags=``; any other keyword is refused (``TypeError``).
+        """
+        refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
         selector = Selector(
             [], self.pools, context=self.context, k=self.k, scorer=self.scorer,
             token_counter=self.token_counter, is_active=self.is_active, now=self.now,
@@ -782,8 +953,15 @@ class PoolSplitMemoryBlock(BaseMemoryBlock[str]):
     async def _aget(
         self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
     ) -> str:
-        """The rendered store for the latest user message in ``messages``."""
-        overrides = {key: block_kwargs[key] for key in ("project", "tags") if key in block_kwargs}
+        """The rendered store for the latest user message in ``messages``.
+
+        ``block_kwargs`` (``memory.get(project=..., tags=...)``) override the
+        default context; ``session_id``, which ``Memory`` passes to every
+        block, is accepted and unused; any other keyword is refused.
+        """
+        refuse_unknown(f"{type(self).__name__}.aget()", block_kwargs,
+                       (*CONTEXT_KWARGS, "session_id"))
+        overrides = {key: block_kwargs[key] for key in CONTEXT_KWARGS if key in block_kwargs}
         return self.render(_latest_user_text(messages), **overrides)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:

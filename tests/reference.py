@@ -1,13 +1,14 @@
-"""A literal reference implementation of SPEC.md: short, obviously correct, slow on purpose.
+"""A literal reference of the README's rules: short, obviously correct, slow on purpose.
 
 It is the differential oracle of the test suite (every optimized path must return
 the same entry objects in the same order) and the yardstick of the benchmark.
 Every entry is scored from scratch in every pool; the message is split into words
 once per entry. Nothing is imported from poolsplit except ``Pool``, so the default
-scorer, counter and activity test below are written straight from the spec's
-table ("The default scorer, exactly") and its clarifications.
+scorer, counter and activity test below are written straight from the README's
+"Core quickstart" (the API table and "The default scorer, exactly") and its
+"Entries and the framework mapping" table.
 
-Where the spec is silent, this follows the core's documented behaviour:
+Where the README is silent, this follows the core's documented behaviour:
 
 - ``now=None`` is read once per call and the same aware UTC time is handed to
   every scorer call (a naive ``now`` is taken as UTC);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -243,10 +244,11 @@ def test_explain_says_why_each_entry_was_or_was_not_loaded(store_file, capsys):
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert "over_tokens: needed 100 tokens, 45 were left in pool 'work'" in lines["big"]
     assert "inactive: its status is 'retired'" in lines["old"]
-    assert "over_entries: pool 'skills' already held its 1 entries" in lines["s2"]
+    assert "over_entries: pool 'skills' already held its 1 entry when" in lines["s2"]
     assert "no_pool: its type 'recipe' is in no pool" in lines["odd"]
     assert "always: scope=always" in lines["fix"]
-    assert "selected: #2 in pool 'work'" in lines["t1"]
+    assert ("selected: contextual pick 1 of at most 5 in pool 'work' (after its 1 always-scope"
+            " entry)") in lines["t1"]
     order = [line.split()[0] for line in out.split("loaded\n", 1)[1].splitlines() if line]
     assert order == ["fix", "t1", "big", "s1", "s2", "old", "odd"]
 
@@ -326,6 +328,11 @@ BAD_INPUTS = {
     "core rejects an entry": (
         ["explain", "core.json", *POOLS, *CONTEXT],
         "core.json: entry id='p': base_priority must be a number, got 'high'"),
+    "malformed json store": (
+        ["retrieve", "bad.json", *POOLS, *CONTEXT], "bad.json: invalid JSON at line 1, column 2"),
+    "malformed pools file": (
+        ["retrieve", "store.jsonl", "--pools", "bad.json", *CONTEXT],
+        "bad.json: invalid JSON at line 1, column 2"),
     "no pools at all": (
         ["retrieve", "store.jsonl", *CONTEXT], "one of the arguments --pool --pools is required"),
 }
@@ -336,6 +343,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(case, store_file, capsys):
     Path("broken.jsonl").write_text('{"id": "a"}\n\n{"id": oops}\n', encoding="utf-8")
     Path("array.jsonl").write_text('{"id": "a"}\n[1, 2]\n', encoding="utf-8")
     Path("list.json").write_text('[{"id": "a"}, "b"]', encoding="utf-8")
+    Path("bad.json").write_text("[oops]", encoding="utf-8")
     Path("core.json").write_text(
         '[{"id": "p", "type": "task", "base_priority": "high"}]', encoding="utf-8")
     Path("dup_pools.json").write_text(json.dumps(
@@ -358,3 +366,328 @@ def test_bad_input_from_the_console_script_has_no_traceback(tmp_path):
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"poolsplit: error: store file not found: {tmp_path / 'none.jsonl'}\n"
+
+
+# --------------------------------------------------------------------------
+# empty stores: every table prints, empty, with exit 0
+# --------------------------------------------------------------------------
+
+EMPTY_STORES = {
+    "empty jsonl": ("empty.jsonl", ""),
+    "blank lines": ("blank.jsonl", "\n  \n\t\n"),
+    "empty json list": ("empty.json", "[]"),
+    "empty list, other suffix": ("empty.txt", " [ ]\n"),
+}
+
+
+@pytest.mark.parametrize("store", list(EMPTY_STORES))
+@pytest.mark.parametrize("command", [["retrieve"], ["explain"], ["retrieve", "--json"],
+                                     ["explain", "--json"]], ids=" ".join)
+def test_every_command_prints_its_tables_on_an_empty_store(store, command, tmp_path,
+                                                           monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    name, text = EMPTY_STORES[store]
+    Path(name).write_text(text, encoding="utf-8")
+    argv = [command[0], name, *POOLS, *CONTEXT, *command[1:]]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    if "--json" in command:
+        got = json.loads(out)
+        if command[0] == "retrieve":
+            assert got["pools"] == {"work": [], "skills": []}
+        else:
+            assert [led["pool"] for led in got["ledgers"]] == ["work", "skills"]
+            assert all(led["tokens_used"] == 0 for led in got["ledgers"])
+            assert got["decisions"] == []
+    elif command[0] == "retrieve":
+        assert out.count("(nothing loaded)") == 2
+    else:
+        assert re.search(r"^\s+work\s+0/50\s+50\s+0/5\s+0 \(0\)\s+0\s+0$", out, re.M)
+        assert re.search(r"^\s+skills\s+0/50\s+50\s+0/1\s+0 \(0\)\s+0\s+0$", out, re.M)
+        assert out.rstrip().endswith("(no entries)")
+
+
+def test_an_empty_store_has_no_entry_to_explain_by_id(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("empty.jsonl").write_text("", encoding="utf-8")
+    assert main(["explain", "empty.jsonl", *POOLS, *CONTEXT, "--id", "x"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "poolsplit: error: no entry with id 'x' in empty.jsonl\n"
+
+
+# --------------------------------------------------------------------------
+# store formats: where JSON ends and JSON Lines begin
+# --------------------------------------------------------------------------
+
+WRAPPED = {"entries": [{"id": "a", "content": "alpha"}, {"id": "b", "content": "beta"}]}
+NOT_A_LIST = "a store must be a list of objects"
+STORE_FORMATS = {
+    # name: (file name, text, ids loaded or the error it must print)
+    "one wrapping object on one line": ("s.jsonl", json.dumps(WRAPPED) + "\n", NOT_A_LIST),
+    "one wrapping object over lines": ("s.jsonl", json.dumps(WRAPPED, indent=2), NOT_A_LIST),
+    "one wrapping object, no suffix": ("store", json.dumps(WRAPPED), NOT_A_LIST),
+    "one wrapping object in .json": ("s.json", json.dumps(WRAPPED), NOT_A_LIST),
+    "an empty object": ("s.jsonl", "{}\n", NOT_A_LIST),
+    "one entry on one line": ("s.jsonl", '{"id": "a", "content": "alpha"}\n', ["a"]),
+    "one entry on one line, no suffix": ("store", '{"id": "a", "content": "alpha"}', ["a"]),
+    "one entry in .json": ("s.json", '{"id": "a", "content": "alpha"}', NOT_A_LIST),
+    "json lines in .json": ("s.json", '{"id": "a"}\n{"id": "b"}\n',
+                            "s.json: a .json store is one JSON document"),
+    "a number in .json": ("s.json", "5", NOT_A_LIST + ", got a number"),
+    "a list in .jsonl": ("s.jsonl", '[{"id": "a"}, {"id": "b"}]', ["a", "b"]),
+    "json lines, any suffix": ("s.log", '{"id": "a"}\n\n{"id": "b"}\n', ["a", "b"]),
+    "a list, upper-case suffix": ("S.JSON", '[{"id": "a"}]', ["a"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STORE_FORMATS))
+def test_a_store_is_a_json_list_or_json_lines_of_objects(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    name, text, expected = STORE_FORMATS[case]
+    Path(name).write_text(text, encoding="utf-8")
+    code = main(["retrieve", name, "--pool", "all:100:5", *CONTEXT, "--json"])
+    out, err = capsys.readouterr()
+    if isinstance(expected, list):
+        assert (code, err) == (0, "")
+        assert [e["id"] for e in json.loads(out)["pools"]["all"]] == expected
+    else:
+        assert code == 2 and out == ""
+        assert err.startswith(f"poolsplit: error: {name}: ") and err.count("\n") == 1
+        assert expected in err
+
+
+def test_the_refused_wrapper_object_is_named_by_its_keys(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("s.jsonl").write_text(json.dumps(WRAPPED) + "\n", encoding="utf-8")
+    assert main(["retrieve", "s.jsonl", "--pool", "all:100:5", *CONTEXT]) == 2
+    assert "one JSON object with the key 'entries'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# conveniences: standard input, a byte-order mark, no message
+# --------------------------------------------------------------------------
+
+JSONL = "".join(json.dumps(e) + "\n" for e in STORE)
+
+
+def stdin_of(text: str, encoding: str = "utf-8"):
+    import io
+
+    return io.TextIOWrapper(io.BytesIO(text.encode(encoding)), encoding="utf-8")
+
+
+@pytest.mark.parametrize("text", [JSONL, json.dumps(STORE)], ids=["jsonl", "json"])
+def test_a_dash_reads_the_store_from_standard_input(text, store_file, monkeypatch, capsys):
+    assert main(["retrieve", store_file, *POOLS, *CONTEXT]) == 0
+    from_file = capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", stdin_of(text))
+    assert main(["retrieve", "-", *POOLS, *CONTEXT]) == 0
+    assert capsys.readouterr().out == from_file
+
+
+def test_the_console_script_reads_a_store_piped_to_it(store_file):
+    script = Path(sys.executable).parent / "poolsplit"
+    done = subprocess.run([str(script), "explain", "-", *POOLS, *CONTEXT, "--id", "t1"],
+                          input="\ufeff" + JSONL, capture_output=True, text=True,
+                          encoding="utf-8", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\s+t1\s+task\s+selected: ", done.stdout, re.M)
+
+
+def test_a_bad_line_on_standard_input_is_named_by_its_line(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", stdin_of('{"id": "a"}\n{oops}\n'))
+    assert main(["retrieve", "-", *POOLS, *CONTEXT]) == 2
+    assert capsys.readouterr().err.startswith("poolsplit: error: <stdin> line 2: invalid JSON")
+
+
+def test_store_and_pools_cannot_both_read_standard_input(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", stdin_of(JSONL))
+    assert main(["retrieve", "-", "--pools", "-", *CONTEXT]) == 2
+    assert "only one of STORE and --pools can be '-'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["bom.jsonl", "bom.json"])
+def test_a_utf8_byte_order_mark_is_accepted(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    text = JSONL if name.endswith("l") else json.dumps(STORE)
+    Path(name).write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    Path("pools.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        [{"name": "work", "max_tokens": 50, "max_entries": 5}]).encode("utf-8"))
+    assert main(["retrieve", name, "--pools", "pools.json", *CONTEXT, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["pools"]["work"][0]["entry"] == STORE[0]
+
+
+@pytest.mark.parametrize("command", ["retrieve", "explain"])
+def test_the_message_may_be_left_out(command, store_file, capsys):
+    assert main([command, store_file, *POOLS, "--now", "2026-11-01", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["context"]["message"] == ""
+
+
+# --------------------------------------------------------------------------
+# wording: counts agree with their nouns; ranks say what they count
+# --------------------------------------------------------------------------
+
+COUNTED = re.compile(r"\b(\d+) (tokens?|entry|entries|was|were)\b")
+
+
+def disagreements(text: str) -> list[str]:
+    bad = []
+    for match in COUNTED.finditer(text):
+        number, word = int(match.group(1)), match.group(2)
+        singular = word in ("token", "entry", "was")
+        if singular != (number == 1):
+            bad.append(match.group(0))
+    return bad
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_every_count_agrees_with_its_noun(size, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    store = [{"id": "fix", "scope": "always", "type": "a", "token_count": size}]
+    store += [{"id": f"in{i}", "type": "a", "token_count": size, "base_priority": 9}
+              for i in range(size)]
+    store += [
+        {"id": "cap", "type": "a", "token_count": 1, "base_priority": 8},
+        {"id": "fat", "type": "b", "token_count": size + 1, "base_priority": 7},
+        {"id": "lost", "type": "c"},
+    ]
+    Path("s.jsonl").write_text("".join(json.dumps(e) + "\n" for e in store), encoding="utf-8")
+    pools = ["--pool", f"p:100:{size}:a", "--pool", f"q:{size}:5:b"]
+    text = ""
+    for command in ("retrieve", "explain"):
+        assert main([command, "s.jsonl", *pools, *CONTEXT]) == 0
+        text += capsys.readouterr().out
+    assert "over_entries" in text and "over_tokens" in text and "always:" in text
+    assert not disagreements(text), disagreements(text)
+
+
+def test_a_selected_entry_is_ranked_among_its_pools_contextual_picks(tmp_path, monkeypatch,
+                                                                     capsys):
+    monkeypatch.chdir(tmp_path)
+    store = [{"id": f"fix{i}", "scope": "always", "content": "Never."} for i in range(3)]
+    store += [{"id": f"t{i}", "base_priority": 9 - i, "content": "Ship it."} for i in range(4)]
+    Path("s.jsonl").write_text("".join(json.dumps(e) + "\n" for e in store), encoding="utf-8")
+    assert main(["explain", "s.jsonl", "--pool", "work:100:3", *CONTEXT]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  ")}
+    for i in range(3):
+        assert (f"selected: contextual pick {i + 1} of at most 3 in pool 'work'"
+                " (after its 3 always-scope entries)") in lines[f"t{i}"]
+    assert "over_entries: pool 'work' already held its 3 entries" in lines["t3"]
+
+
+# --------------------------------------------------------------------------
+# terminal safety: control characters are escaped, wide ones measured
+# --------------------------------------------------------------------------
+
+CONTROLS = {
+    "NUL": "\x00", "BEL": "\x07", "BS": "\x08", "TAB": "\t", "CR": "\r", "ESC": "\x1b",
+    "DEL": "\x7f", "NEL (C1)": "\x85", "CSI (C1)": "\x9b", "zero width space": "\u200b",
+    "LRM": "\u200e", "RLO": "\u202e", "LRI": "\u2066", "PDI": "\u2069", "ALM": "\u061c",
+    "line separator": "\u2028", "paragraph separator": "\u2029", "BOM": "\ufeff",
+    "tag character": "\U000e0041", "lone surrogate": "\ud800",
+}
+
+
+def nasty_store(char: str) -> list[dict]:
+    return [
+        {"id": f"fix{char}[31m", "type": "task", "scope": "always",
+         "content": f"Never{char}]0;owned\x07 force-push."},
+        {"id": f"t{char}1", "type": f"ta{char}sk", "base_priority": 9, "status": "active",
+         "content": f"ship {char} it"},
+        {"id": "old", "type": "task", "status": f"retired{char}", "superseded_by": f"n{char}"},
+    ]
+
+
+def printable(text: str) -> bool:
+    return all(ch.isprintable() or ch == "\n" for ch in text)
+
+
+@pytest.mark.parametrize("name", list(CONTROLS))
+def test_control_characters_in_a_store_reach_the_terminal_escaped(name, tmp_path, monkeypatch,
+                                                                 capsys):
+    monkeypatch.chdir(tmp_path)
+    char = CONTROLS[name]
+    store = nasty_store(char)
+    Path("s.jsonl").write_text("".join(json.dumps(e) + "\n" for e in store), encoding="utf-8")
+    pools = ["--pool", f"wo{char}rk:100:5:task,ta{char}sk"]
+    for argv in (["retrieve"], ["explain"], ["explain", "--id", f"t{char}1"]):
+        assert main([argv[0], "s.jsonl", *pools, *CONTEXT, *argv[1:]]) == 0
+        out = capsys.readouterr().out
+        assert printable(out), repr(out)
+        assert f"t{char}1".encode("unicode_escape").decode() in out  # shown as repr shows it
+    assert main(["retrieve", "s.jsonl", *pools, *CONTEXT, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert printable(out), repr(out)
+    assert [e["entry"] for e in json.loads(out)["pools"][f"wo{char}rk"]] == store[:2]
+    assert main(["explain", "s.jsonl", *pools, *CONTEXT, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert printable(out), repr(out)
+    assert [d["id"] for d in json.loads(out)["decisions"]] == [e["id"] for e in store]
+    assert main(["explain", "s.jsonl", *pools, *CONTEXT, "--id", f"x{char}"]) == 2
+    err = capsys.readouterr().err
+    assert printable(err) and err.count("\n") == 1
+
+
+def test_an_escape_sequence_in_a_bad_file_name_is_not_replayed(capsys):
+    assert main(["retrieve", "no\x1b[2Jne.jsonl", *POOLS, *CONTEXT]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "no\\x1b[2Jne.jsonl" in err
+
+
+def display_width(text: str) -> int:
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me")
+               else 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+# CJK, combining accents, an emoji, fullwidth Latin, Hangul, an enclosing mark.
+WIDE_IDS = ["東京", "e\u0301te\u0301", "🚀go", "\uff46\uff55\uff4c\uff4c", "\uff21", "x", "한국어",
+            "a\u20dd"]
+
+
+def test_wide_and_combining_characters_keep_the_columns_aligned(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    store = [{"id": ident, "type": "日本" if i % 2 else "task", "base_priority": 9 - i,
+              "content": "雪" * 80 if i == 0 else f"{ident} content"}
+             for i, ident in enumerate(WIDE_IDS)]
+    Path("s.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store),
+                               encoding="utf-8")
+    for command in ("retrieve", "explain"):
+        assert main([command, "s.jsonl", "--pool", "all:1000:20", *CONTEXT]) == 0
+        out = capsys.readouterr().out
+        rows = [line for line in out.splitlines() if line.startswith("  ")]
+        table = rows if command == "retrieve" else rows[2:]  # explain: after the ledger
+        # Where each row's second column starts, in display columns.
+        starts = set()
+        for line in table:
+            rest = re.match(r"  .+?  +(\S.*)$", line).group(1)
+            starts.add(display_width(line) - display_width(rest))
+        assert len(starts) == 1, out
+        if command == "retrieve":
+            content = [line for line in table if "雪" in line]
+            assert content and display_width(content[0].split("  ")[-1]) <= 60
+
+
+# --------------------------------------------------------------------------
+# a terminal that is not UTF-8
+# --------------------------------------------------------------------------
+
+
+def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_crash(tmp_path):
+    store = tmp_path / "cjk.jsonl"
+    store.write_text(json.dumps({"id": "東京", "content": "雪"}, ensure_ascii=False) + "\n",
+                     encoding="utf-8")
+    script = Path(sys.executable).parent / "poolsplit"
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([str(script), "retrieve", str(store), "--pool", "all:100:5"],
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"\\u6771\\u4eac" in done.stdout and b"Traceback" not in done.stderr
+    done = subprocess.run([str(script), "retrieve", "nowhere-\u96ea.jsonl", "--pool", "a:1:1"],
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 2  # the error line too
+    assert done.stderr == b"poolsplit: error: store file not found: nowhere-\\u96ea.jsonl\n"

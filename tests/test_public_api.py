@@ -9,8 +9,10 @@ from __future__ import annotations
 import inspect
 import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
+import tomllib
 
 import poolsplit_core
 import poolsplit_core.poolsplit as core
@@ -100,6 +102,18 @@ def test_version_is_a_pep_440_release_string_shared_by_the_package():
     assert poolsplit_core.__version__ == core.__version__
 
 
-def test_package_ships_the_py_typed_marker():
-    marker = resources.files("poolsplit_core").joinpath("py.typed")
-    assert marker.is_file()
+def wheel_packages() -> list[str]:
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    return list(config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"])
+
+
+def test_the_wheel_ships_both_packages():
+    assert wheel_packages() == ["poolsplit_core", "poolsplit_integrations"]
+
+
+@pytest.mark.parametrize("package", wheel_packages())
+def test_every_shipped_package_carries_the_py_typed_marker(package):
+    # Without it, mypy --strict on a user's code treats the package as untyped.
+    marker = resources.files(package).joinpath("py.typed")
+    assert marker.is_file(), f"{package} ships no py.typed"

@@ -1,70 +1,252 @@
-"""The README's examples run as written and print what they say they print.
+"""Every README example runs after the install the README names for it, and prints what it says.
 
-Every ``python`` block of the quickstart and the two framework sections is
-executed in order, one namespace per section (as a reader pastes them). A
-comment line right after a ``print(...)`` line states expected output; each
-such line must appear in what the section printed. Blocks in the tenancy
-section are fragments (they name a request's user) and are not run.
+Each ``python`` block is tagged, on the line before it, with the install it
+needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the README must
+show that ``pip install`` to the reader (in the block's section or under
+Install). The blocks of a section that share a tag run in order, in one
+namespace (as a reader pastes them), in a fresh interpreter. Then:
+
+- every module they imported must come from a distribution the tagged install
+  pulls in: the requirement closure of those requirements (extras and markers
+  honoured, poolsplit's own extras read from ``pyproject.toml``). A block that
+  needs numpy while ``poolsplit[langchain]`` does not bring numpy fails here,
+  although numpy is installed in the test environment;
+- the comment lines right after a ``print(...)`` line are that line's output,
+  checked line by line, in order, as a doctest does: ``# ...`` stands for any
+  number of lines, a lone ``#`` for an empty line.
+
+The only concession to running offline: LlamaIndex's global tokenizer is set
+to a whitespace split first (its default downloads a tiktoken encoding).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
+import importlib.metadata as metadata
+import json
 import re
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
+import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-from tests.integrations._llamaindex_support import offline_llamaindex  # noqa: F401
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+RUNNER = Path(__file__).resolve().parent / "readme_runner.py"
+OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer = str.split\n"
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-RUN = ("Core quickstart", "LangChain", "LlamaIndex")
+
+# --------------------------------------------------------------------------
+# Reading the README
+# --------------------------------------------------------------------------
 
 
-def blocks_by_section() -> dict[str, list[str]]:
-    """The README's ``python`` blocks, under the ``## `` heading they belong to."""
-    out: dict[str, list[str]] = {}
-    section = ""
-    text = README.read_text(encoding="utf-8")
-    for heading, block in re.findall(r"^## ([^\n]+)$|^```python\n(.*?)^```", text, re.M | re.S):
-        if heading:
-            section = heading.strip()
-        else:
-            out.setdefault(section, []).append(block)
+class Block:
+    """One ``python`` block: its section, first code line, code and tagged install."""
+
+    def __init__(self, section: str, line: int, code: str, requires: str | None) -> None:
+        self.section, self.line, self.code, self.requires = section, line, code, requires
+
+
+def read_blocks() -> list[Block]:
+    blocks, section, tag = [], "", None
+    lines = README.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("## "):
+            section = line[3:].strip()
+        match = re.fullmatch(r"<!-- requires: (.+?) -->", line.strip())
+        if match:
+            tag = match.group(1)
+        elif line.startswith("```python"):
+            end = lines.index("```", i + 1)
+            blocks.append(Block(section, i + 2, "\n".join(lines[i + 1:end]) + "\n", tag))
+            i, tag = end, None
+        elif line.strip():
+            tag = None  # a tag belongs to the block right below it
+        i += 1
+    return blocks
+
+
+def groups() -> dict[str, list[Block]]:
+    """Blocks run together: same section, same install, in README order."""
+    out: dict[str, list[Block]] = {}
+    for block in read_blocks():
+        out.setdefault(f"{block.section} [{block.requires}]", []).append(block)
     return out
 
 
-def promised_output(code: str) -> list[str]:
-    """Comment lines that follow a ``print(...)`` line: the output it promises."""
-    promised, after_print = [], False
-    for line in code.splitlines():
+def installs_shown(section: str) -> list[set[str]]:
+    """The ``pip install`` commands a reader sees in ``section`` and under Install."""
+    text = README.read_text(encoding="utf-8")
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    bodies = dict(zip(parts[1::2], parts[2::2]))
+    shown = bodies.get(section, "") + bodies.get("Install", "")
+    return [set(command.replace("'", "").split())
+            for command in re.findall(r"pip install ([^`\n#]+)", shown)]
+
+
+def promises(code: str, first_line: int) -> dict[int, list[str]]:
+    """Comment lines right after a ``print(...)`` line: that line's output, by README line."""
+    out: dict[int, list[str]] = {}
+    current = None
+    for offset, line in enumerate(code.splitlines()):
         stripped = line.strip()
         if stripped.startswith("print("):
-            after_print = True
-        elif after_print and stripped.startswith("# ") and stripped != "# ...":
-            promised.append(stripped[2:])
+            current = first_line + offset
+        elif current is not None and (stripped.startswith("# ") or stripped == "#"):
+            out.setdefault(current, []).append(stripped[2:])
         else:
-            after_print = False
-    return promised
+            current = None
+    return out
 
 
-def test_the_readme_has_runnable_blocks_in_every_section_it_promises():
-    found = blocks_by_section()
-    for section in RUN:
-        assert found.get(section), f"no python block under '## {section}'"
+def matches(printed: list[str], promised: list[str]) -> bool:
+    """Doctest-style: lines equal, in order; ``...`` matches any number of lines."""
+    if not promised:
+        return not printed
+    head, rest = promised[0], promised[1:]
+    if head == "...":
+        return any(matches(printed[i:], rest) for i in range(len(printed) + 1))
+    return bool(printed) and printed[0].rstrip() == head and matches(printed[1:], rest)
 
 
-@pytest.mark.usefixtures("offline_llamaindex")
-@pytest.mark.parametrize("section", RUN)
-def test_readme_examples_run_and_print_what_they_say(section):
-    namespace: dict[str, object] = {"__name__": "readme"}
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        for code in blocks_by_section()[section]:
-            exec(compile(code, f"README.md ({section})", "exec"), namespace)
-    output = printed.getvalue()
-    assert output.strip(), f"the {section} examples printed nothing"
-    promised = [line for code in blocks_by_section()[section] for line in promised_output(code)]
-    for line in promised:
-        assert line in output, f"README promises {line!r}; the {section} example printed:\n{output}"
+# --------------------------------------------------------------------------
+# What an install pulls in, and who owns an imported file
+# --------------------------------------------------------------------------
+
+
+def own_extras() -> dict[str, list[str]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["project"]["optional-dependencies"]
+
+
+def closure(requirements: set[str]) -> set[str]:
+    """Every distribution ``pip install <requirements>`` installs (canonical names)."""
+    seen: dict[str, set[str]] = {}
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        extras = set(req.extras)
+        if name in seen and extras <= seen[name]:
+            continue
+        seen.setdefault(name, set()).update(extras)
+        if name == "poolsplit":  # ours: the source of truth is pyproject.toml
+            todo += [Requirement(r) for extra in extras for r in own_extras()[extra]]
+            continue
+        try:
+            lines = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in lines:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e})
+                                         for e in (extras or {""})):
+                todo.append(dep)
+    return set(seen)
+
+
+@cache
+def file_owners() -> dict[str, str]:
+    owners = {}
+    for dist in metadata.distributions():
+        name = canonicalize_name(dist.metadata["Name"])
+        for file in dist.files or ():
+            owners[str(Path(dist.locate_file(file)).resolve())] = name
+    return owners
+
+
+def owner(path: str) -> str | None:
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(ROOT) and not resolved.is_relative_to(Path(sys.prefix).resolve()):
+        return "poolsplit"  # the editable install of this checkout
+    return file_owners().get(str(resolved))
+
+
+# --------------------------------------------------------------------------
+# The tests
+# --------------------------------------------------------------------------
+
+
+def test_every_python_block_names_the_install_it_needs_and_the_reader_sees_it():
+    blocks = read_blocks()
+    assert {b.section for b in blocks} >= {"Core quickstart", "LangChain", "LlamaIndex",
+                                           "Tenancy and accounting"}
+    for block in blocks:
+        assert block.requires, f"README line {block.line}: no <!-- requires: ... --> tag"
+        assert set(block.requires.split()) in installs_shown(block.section), (
+            f"README line {block.line} needs `pip install {block.requires}`, which its"
+            f" section '{block.section}' never shows")
+
+
+def test_promised_output_is_matched_line_by_line_in_order():
+    assert matches(["a", "b", "c"], ["a", "...", "c"])
+    assert matches(["a", "b"], ["a", "..."])
+    assert not matches(["a", "b"], ["b", "a"])  # order counts
+    assert not matches(["a b"], ["a"])  # a whole line, not a substring
+    assert not matches(["a", "b"], ["a"])  # no unpromised trailing line
+
+
+def test_the_closure_of_an_extra_holds_its_framework_and_not_the_others():
+    langchain = closure({"poolsplit[langchain]"})
+    assert {"langchain-core", "pydantic"} <= langchain
+    assert "numpy" not in langchain and "llama-index-core" not in langchain
+    assert "numpy" in closure({"poolsplit[llamaindex]"})
+
+
+@pytest.mark.parametrize("group", list(groups()))
+def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
+    blocks = groups()[group]
+    requires = blocks[0].requires
+    assert requires, f"{group}: untagged block"
+    allowed = closure(set(requires.split())) | {"poolsplit"}
+    prelude = OFFLINE_TOKENIZER if "llama_index" in "".join(b.code for b in blocks) else ""
+    payload = {"prelude": prelude, "blocks": [[b.line, b.code] for b in blocks],
+               "allowed": sorted(allowed)}
+    done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["error"] is None, f"{group} failed:\n{report['error']}"
+
+    outside = {}
+    for name, path in report["modules"].items():
+        top = name.split(".")[0]
+        if path is None or top in sys.stdlib_module_names:
+            continue
+        dist = owner(path)
+        if dist is None and Path(path).resolve().is_relative_to(Path(sys.base_prefix)):
+            continue  # the interpreter's own library
+        if dist not in allowed:
+            outside.setdefault(str(dist), name)
+    assert not outside, (
+        f"{group} imports modules that `pip install {requires}` does not bring:"
+        f" {outside} (distribution: first module)")
+
+    promised = {line: lines for b in blocks for line, lines in promises(b.code, b.line).items()}
+    assert promised, f"{group} promises no output"
+    for line, expected in promised.items():
+        got = report["printed"].get(str(line), "").splitlines()
+        assert matches(got, expected), (
+            f"README line {line} promises:\n" + "\n".join(expected)
+            + "\nbut printed:\n" + "\n".join(got))
+
+
+def test_the_readme_says_how_to_open_the_notebooks_and_the_extra_brings_jupyterlab():
+    text = README.read_text(encoding="utf-8")
+    assert "pip install 'poolsplit[notebooks]'" in text
+    assert "jupyter lab notebooks/" in text
+    assert "jupyterlab" in closure({"poolsplit[notebooks]"})
+    assert "jupyterlab" in closure({"poolsplit[all]"})
+
+
+def test_make_test_installs_the_notebook_kernel_but_not_jupyterlab():
+    dev = closure({"poolsplit[dev]"})
+    assert {"ipykernel", "matplotlib", "langchain-core", "llama-index-core", "pytest"} <= dev
+    assert "jupyterlab" not in dev  # CI time: no test opens JupyterLab

@@ -1,7 +1,9 @@
-"""One test per clause of SPEC.md and per bad input of the core's contract.
+"""One test per rule of the README and per bad input of the core's contract.
 
-Expected scores are computed by hand from the spec's table ("The default scorer,
-exactly"); the arithmetic is written out next to each value.
+The rules are the README's "Core quickstart" (the API table and "The default
+scorer, exactly"), "Entries and the framework mapping" and "Bad input". Expected
+scores are computed by hand from that formula; the arithmetic is written out
+next to each value.
 """
 
 from __future__ import annotations

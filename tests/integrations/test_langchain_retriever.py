@@ -510,7 +510,8 @@ def test_output_equals_retrieve_pools_flattened(
         ({"k": "3"}, TypeError, "k must be an int or None"),
         ({"documents": [{"page_content": "x"}]}, TypeError, r"documents\[0\] must be a Document"),
         ({"documents": Document(page_content="x")}, TypeError, "must be a list of Document"),
-        ({"document": []}, ValueError, "Extra inputs are not permitted"),
+        ({"document": []}, TypeError,
+         r"got unexpected keyword argument\(s\) \['document'\]; it accepts .*documents="),
     ],
 )
 def test_bad_arguments_fail_at_construction(kwargs: dict[str, Any], error: type,
