@@ -20,7 +20,6 @@ SKIP_DIRS = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", "
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".ipynb", ".txt", ".cfg", ".jsonl"}
 SHIPPED = ("poolsplit_core", "poolsplit_integrations")
 # The vendored core's own stale citation is replaced in its restructuring, not here.
-PENDING = {"poolsplit_core/poolsplit.py"}
 
 
 def text_files() -> list[Path]:
@@ -43,9 +42,7 @@ def relative(path: Path) -> str:
 
 def cases() -> list[object]:
     return [
-        pytest.param(path, id=relative(path), marks=pytest.mark.xfail(
-            reason="the lead fixes poolsplit.py's citation in the core restructuring",
-            strict=False)) if relative(path) in PENDING else pytest.param(path, id=relative(path))
+        pytest.param(path, id=relative(path))
         for path in text_files() if cited_documents(path)
     ]
 
