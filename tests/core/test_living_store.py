@@ -205,27 +205,20 @@ def ids(store):
     return [e.get("id") for e in store.entries]
 
 
-def test_upsert_replaces_in_place_so_ties_break_as_before():
-    first = {"id": "a", "content": "same", "created": "2026-01-01", "token_count": 1}
-    store = PreparedStore([first, {"id": "b", "content": "same", "created": "2026-01-01",
-                                   "token_count": 1}])
-    store.upsert({"id": "b", "content": "same", "created": "2026-01-01", "token_count": 1})
-    store.upsert({"id": "a", "content": "same", "created": "2026-01-01", "token_count": 1})
+def test_upsert_keeps_the_entry_in_its_place_so_ties_break_as_before():
+    # The ids 1 and "1" differ but sort alike: the two entries tie on score,
+    # created and id, and input position decides. Replacing the first in
+    # place keeps it first; a delete-then-append would hand the tie over.
+    def twin(entry_id):
+        return {"id": entry_id, "content": "x", "created": "2026-01-01", "token_count": 1}
+
+    store = PreparedStore([twin("1"), twin(1)])
     pool = [Pool("one", max_tokens=5, max_entries=1)]
-    # a and b tie on score, created and... no: ids differ, "a" < "b" sorts a first.
-    assert ids(store) == ["a", "b"]
-    assert store.retrieve_pools(pool, now=NOW)["one"][0]["id"] == "a"
-
-
-def test_upsert_keeps_input_order_as_the_last_tie_breaker():
-    # Identical entries tie on score, created and id: input position decides.
-    twin = {"id": "t", "content": "x", "created": "2026-01-01", "token_count": 1}
-    other = {"id": "u", "content": "x", "created": "2026-01-01", "token_count": 1}
-    store = PreparedStore([{"id": "lead", "token_count": 1}, other])
-    store.add(twin)
-    store.upsert({"id": "u", "content": "x", "created": "2026-01-01", "token_count": 1,
-                  "type": "note"})
-    assert ids(store) == ["lead", "u", "t"]
+    assert store.retrieve_pools(pool, now=NOW)["one"][0]["id"] == "1"
+    replacement = twin("1")
+    store.upsert(replacement)
+    assert store.retrieve_pools(pool, now=NOW)["one"] == [replacement]
+    assert [e["id"] for e in store.entries] == ["1", 1]
 
 
 def test_delete_removes_the_entry_from_the_next_query():
