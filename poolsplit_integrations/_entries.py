@@ -35,7 +35,6 @@ name (:func:`refuse_unserialisable`).
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,6 @@ from typing import Any
 
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
-    AlwaysScopeOverflowError,
     Decision,
     Explanation,
     Pool,
@@ -124,7 +122,8 @@ def build_context(
 class Hit:
     """One loaded entry, in the order an adapter returns it."""
 
-    index: int  # position in the entries given to the core
+    index: int  # position among the stored entries, then the extra ones
+    entry: Mapping[str, Any]  # the entry the core loaded
     pool: str
     score: float | None  # None for always-scope entries
     always: bool
@@ -147,7 +146,7 @@ def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> 
         contextual = [picked[:n] for picked, n in zip(contextual, keep)]
     ordered = always + [d for picked in contextual for d in picked]
     return [
-        Hit(d.index, d.pool or "", None if d.outcome == "always" else d.score,
+        Hit(d.index, d.entry, d.pool or "", None if d.outcome == "always" else d.score,
             d.outcome == "always")
         for d in ordered
     ]
@@ -208,63 +207,313 @@ class _Default:
         return "DEFAULT"
 
 
-#: "Not given": keep the retriever's own setting (``None`` means "no filter").
+#: "Not given": keep the component's own setting (same as ``None``).
 DEFAULT: Any = _Default()
 
 
-class Selector:
-    """What both adapters delegate to: the prepared static store and the core's options.
+# --------------------------------------------------------------------------
+# Tenant filters: they only narrow
+# --------------------------------------------------------------------------
 
-    Built once per retriever (the static store is mapped and prepared once),
-    then asked per query. It returns the entries the core saw and the
-    :class:`Hit` list in adapter order, so the adapter only translates back.
 
-    >>> sel = Selector([{"id": "fix", "scope": "always"}, {"id": "a", "content": "alpha"}],
-    ...                [Pool("all", max_tokens=100, max_entries=5)])
-    >>> entries, hits = sel.select("alpha?")
-    >>> [(entries[h.index]["id"], h.always) for h in hits]
-    [('fix', True), ('a', False)]
+def narrow(
+    base: Mapping[str, Any] | None, *more: Any, owner: str = "this retriever"
+) -> dict[str, Any] | None:
+    """``base`` AND each filter of ``more``: a filter can add keys, never widen.
 
-    Tenancy: ``filter`` keeps only entries whose keys equal every item of it
-    (an entry lacking a key does not match), always-scope entries included,
-    before pool-split runs. With ``require_filter_keys``, a call whose filter
-    lacks any of those keys is refused -- fail closed. ``max_always_tokens``
-    caps the always tier: a call whose loaded always-scope entries cost more
-    raises :class:`AlwaysScopeOverflowError` rather than drop a correction.
+    ``None`` (or :data:`DEFAULT`) in ``more`` keeps what is there; the same
+    key with an equal value is kept once; a different value for a key already
+    set is a ``ValueError`` -- never a silent widening to another tenant.
+
+    >>> narrow({"user_id": "ana"}, {"type": "task"}, None)
+    {'user_id': 'ana', 'type': 'task'}
+    >>> narrow({"user_id": "ana"}, {"user_id": "bo"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: this retriever is bound to user_id='ana'; a filter cannot change it to 'bo' ...
+    """
+    out = check_filter(base)
+    for extra in more:
+        if extra is None or extra is DEFAULT:
+            continue
+        for key, value in (check_filter(extra) or {}).items():
+            if out is not None and key in out and out[key] != value:
+                raise ValueError(
+                    f"{owner} is bound to {key}={out[key]!r}; a filter cannot change it"
+                    f" to {value!r} (filters only narrow)"
+                )
+            out = {**(out or {}), key: value}
+    return out
+
+
+def _blank(value: Any) -> bool:
+    """A filter value that names no tenant: None, or an empty str/collection."""
+    if value is None:
+        return True
+    try:
+        return len(value) == 0
+    except TypeError:
+        return False
+
+
+def refuse_unbound(
+    filter: Mapping[str, Any] | None, required: Sequence[str], *,
+    owner: str = "this retriever", hint: str = "",
+) -> None:
+    """Fail closed: a ValueError unless ``filter`` holds every required key with a real value.
+
+    A required key given as ``None`` or empty (``""``, ``[]``) names no
+    tenant, so it is refused like a missing one.
+    """
+    active = dict(filter or {})
+    missing = [key for key in required if key not in active]
+    blank = [key for key in required if key in active and _blank(active[key])]
+    if missing or blank:
+        lacks = " and ".join(
+            ([f"lacks {missing}"] if missing else [])
+            + ([f"gives no value for {blank}"] if blank else []))
+        raise ValueError(
+            f"{owner} requires a filter on {missing + blank}; its filter {active!r} {lacks}"
+            + (f"; {hint}" if hint else "")
+        )
+
+
+def config_filter(configurable: Mapping[str, Any] | None,
+                  keys: Sequence[str]) -> dict[str, Any] | None:
+    """The tenant a run's ``config["configurable"]`` names: its values for ``keys``.
+
+    >>> config_filter({"user_id": "ana", "thread_id": "t1"}, ("user_id",))
+    {'user_id': 'ana'}
+    """
+    if not configurable:
+        return None
+    found = {key: configurable[key] for key in keys if key in configurable}
+    return found or None
+
+
+# --------------------------------------------------------------------------
+# The shared options, as one value
+# --------------------------------------------------------------------------
+
+
+#: The options every component shares, in the order they are documented.
+OPTION_NAMES = (
+    "pools", "k", "context", "scorer", "token_counter", "is_active", "now",
+    "filter", "require_filter_keys", "max_always_tokens",
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The ten options every component shares, checked once, as one value.
+
+    >>> Options([Pool("all", 100, 5)], k=2).k
+    2
+
+    Components read it from their fields on every call (:meth:`of`), so
+    assigning ``retriever.k = 2`` needs nothing rebuilt: the prepared store
+    depends only on the entries, ``token_counter`` and ``is_active``.
+    """
+
+    pools: Sequence[Pool]
+    k: int | None = None
+    context: Mapping[str, Any] | None = None
+    scorer: Any = default_scorer
+    token_counter: Any = default_token_counter
+    is_active: Any = default_is_active
+    now: datetime | None = None
+    filter: Mapping[str, Any] | None = None
+    require_filter_keys: tuple[str, ...] = ()
+    max_always_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, check in OPTION_CHECKS.items():
+            object.__setattr__(self, name, check(getattr(self, name)))
+        object.__setattr__(self, "context", dict(self.context or {}))
+
+    @classmethod
+    def of(cls, component: Any) -> Options:
+        """The options a component's attributes hold (one per name of :data:`OPTION_NAMES`)."""
+        return cls(**{name: getattr(component, name) for name in OPTION_NAMES})
+
+    @property
+    def partition_key(self) -> str | None:
+        """The key a tenant's query names for sure: the first required filter key."""
+        return self.require_filter_keys[0] if self.require_filter_keys else None
+
+
+# --------------------------------------------------------------------------
+# The living store: a PreparedStore and the framework object of each entry
+# --------------------------------------------------------------------------
+
+
+class LiveStore:
+    """A :class:`PreparedStore` of entries plus the framework object behind each.
+
+    Every component holds one and writes to it through the core's API
+    (``upsert``/``delete``), so a write is seen by the very next query with
+    nothing rebuilt. Components that share one (``with_filter``, a memory
+    block over a retriever) see each other's writes.
+
+    >>> live = LiveStore([({"id": "a", "content": "alpha"}, "doc-a")])
+    >>> live.write([({"id": "b", "content": "beta"}, "doc-b")])
+    ['b']
+    >>> live.delete(["a"]); [live.object_of(e) for e in live.store.entries]
+    ['doc-b']
     """
 
     def __init__(
         self,
-        entries: Sequence[Mapping[str, Any]],
-        pools: Iterable[Pool],
+        items: Iterable[tuple[Mapping[str, Any], Any]] = (),
         *,
-        context: Mapping[str, Any] | None = None,
-        k: int | None = None,
-        scorer: Any = default_scorer,
         token_counter: Any = default_token_counter,
         is_active: Any = default_is_active,
-        now: datetime | None = None,
-        filter: Mapping[str, Any] | None = None,
-        require_filter_keys: Iterable[str] = (),
-        max_always_tokens: int | None = None,
+        partition_key: str | None = None,
+        key: Callable[[Any], Any] | None = None,
+        store: PreparedStore | None = None,
     ) -> None:
-        self.entries = list(entries)
-        self.pools = check_pools_arg(pools)
-        self.context = dict(context or {})
-        self.k = check_k(k)
-        self.scorer, self.now = scorer, now
-        self.token_counter, self.is_active = token_counter, is_active
-        self.filter = check_filter(filter)
-        self.require_filter_keys = check_required_keys(require_filter_keys)
-        self.max_always_tokens = check_max_always_tokens(max_always_tokens)
-        self.store = PreparedStore(self.entries, token_counter=token_counter,
-                                   is_active=is_active)
+        pairs = list(items)
+        self.key = key
+        self.version = 0  # counts writes, so views of the objects know when to re-read
+        self._objects: dict[int, Any] = {id(entry): obj for entry, obj in pairs}
+        self._keys: dict[Any, int] = {}
+        for _, obj in pairs:
+            self._count(obj, 1)
+        self.store = store if store is not None else PreparedStore(
+            [entry for entry, _ in pairs], token_counter=token_counter,
+            is_active=is_active, partition_key=partition_key)
 
-    def with_filter(self, filter: Mapping[str, Any] | None) -> Selector:
-        """The same prepared store and options under another default filter (cheap)."""
-        other = copy.copy(self)
-        other.filter = check_filter(filter)
-        return other
+    def __deepcopy__(self, memo: dict[int, Any]) -> LiveStore:
+        """An independent store holding the same objects (a lock cannot be copied)."""
+        entries = self.store.entries
+        pairs = [(dict(entry), self.object_of(entry)) for entry in entries]
+        return LiveStore(pairs, token_counter=self.store.token_counter,
+                         is_active=self.store.is_active,
+                         partition_key=self.store.partition_key, key=self.key)
+
+    def object_of(self, entry: Mapping[str, Any]) -> Any:
+        """The framework object an entry was mapped from (the entry itself if none)."""
+        return self._objects.get(id(entry), entry)
+
+    def objects(self) -> list[Any]:
+        """The framework objects, in store order."""
+        return [self.object_of(entry) for entry in self.store.entries]
+
+    def holds_key(self, key: Any) -> bool:
+        """Whether a stored object has this duplicate key (see ``key``)."""
+        return self._keys.get(key, 0) > 0
+
+    def write(self, items: Sequence[tuple[Mapping[str, Any], Any]]) -> list[Any]:
+        """Upsert each ``(entry, object)`` by the entry's ``id``; the ids, in order.
+
+        Every entry is read first (a bad field refused, naming it) so a
+        refused batch writes nothing.
+        """
+        for entry, _ in items:
+            if entry.get("id") is None:
+                raise ValueError(f"cannot write an entry without an id: {entry!r}")
+        PreparedStore([entry for entry, _ in items],  # reads (and refuses) before any write
+                      token_counter=self.store.token_counter, is_active=self.store.is_active)
+        ids = []
+        for entry, obj in items:
+            old = self._stored(entry["id"])
+            self.store.upsert(entry)
+            if old is not None:
+                self._forget(old)
+            self._objects[id(entry)] = obj
+            self._count(obj, 1)
+            ids.append(entry["id"])
+            self.version += 1
+        return ids
+
+    def delete(self, ids: Iterable[Any]) -> None:
+        """Delete each entry by id; a ``KeyError`` names an unknown id before any delete."""
+        listed = list(ids)
+        unknown = [i for i in listed if self._stored(i) is None]
+        if unknown:
+            raise KeyError(f"no stored entry has id {unknown[0]!r} (ids {unknown!r} unknown);"
+                           " nothing was deleted")
+        for entry_id in listed:
+            old = self._stored(entry_id)
+            if old is not None:
+                self.store.delete(entry_id)
+                self._forget(old)
+                self.version += 1
+
+    def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
+        slot = self.store._by_id.get(entry_id) if _hashable(entry_id) else None
+        return None if slot is None else self.store._slots[slot]
+
+    def _forget(self, entry: Mapping[str, Any]) -> None:
+        obj = self._objects.pop(id(entry), None)
+        if obj is not None:
+            self._count(obj, -1)
+
+    def _count(self, obj: Any, step: int) -> None:
+        if self.key is not None:
+            key = self.key(obj)
+            self._keys[key] = self._keys.get(key, 0) + step
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def warn_unpooled(
+    log: logging.Logger, owner: str, entries: Iterable[Mapping[str, Any]], pools: Sequence[Pool]
+) -> None:
+    """Log a warning naming the entry types no pool takes (such entries never load).
+
+    ``explain`` says ``no_pool`` per entry; this says it once, when they are written.
+    """
+    unpooled: dict[str, list[Any]] = {}
+    for entry in entries:
+        entry_type = entry.get("type", "note")
+        if not any(pool.accepts(entry_type) for pool in pools):
+            unpooled.setdefault(repr(entry_type), []).append(entry.get("id"))
+    if unpooled:
+        named = "; ".join(
+            f"type {name}: {len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
+            f" (e.g. id={ids[0]!r})" for name, ids in unpooled.items())
+        log.warning("%s: no pool takes %s -- they never load (pools: %s)", owner, named,
+                    ", ".join(f"{p.name} {list(p.types) if p.types else 'every type'}"
+                              for p in pools))
+
+
+class Selector:
+    """One call's work, shared by every component: filter, run the core, order the hits.
+
+    >>> live = LiveStore([({"id": "fix", "scope": "always"}, None),
+    ...                   ({"id": "a", "content": "alpha"}, None)])
+    >>> hits = Selector(live, Options([Pool("all", max_tokens=100, max_entries=5)])
+    ...                 ).select("alpha?")
+    >>> [(h.entry["id"], h.always) for h in hits]
+    [('fix', True), ('a', False)]
+
+    Tenancy: the call's filter is the component's ``filter`` AND the run's
+    bound tenant AND the per-call filter (:func:`narrow`); it keeps only
+    entries whose keys equal every item of it, always-scope entries included,
+    before pool-split runs. With ``require_filter_keys``, a call whose filter
+    lacks any of those keys (or gives one no value) is refused -- fail
+    closed. The filter goes to the core as ``where=``, so on a store
+    partitioned by the first required key a tenant's query walks only that
+    tenant's entries. ``max_always_tokens`` goes to the core too.
+    """
+
+    def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever") -> None:
+        self.live, self.options, self.owner = live, options, owner
+
+    def active_filter(
+        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None, hint: str = ""
+    ) -> dict[str, Any] | None:
+        """The call's filter (component AND bound AND per call), or a ValueError: fail closed."""
+        active = narrow(self.options.filter, bound, filter, owner=self.owner)
+        refuse_unbound(active, self.options.require_filter_keys, owner=self.owner, hint=hint)
+        return active
 
     def select(
         self,
@@ -273,21 +522,23 @@ class Selector:
         *,
         k: int | None = None,
         filter: Any = DEFAULT,
+        bound: Mapping[str, Any] | None = None,
         **overrides: Any,
-    ) -> tuple[list[Mapping[str, Any]], list[Hit]]:
-        """Run pool-split for one query over the static store plus ``extra``.
+    ) -> list[Hit]:
+        """Run pool-split for one query over the store plus ``extra``; hits in adapter order.
 
-        ``overrides`` (e.g. ``project``, ``tags``) replace the default context
-        for this call; ``k`` replaces the default cap; ``filter`` replaces the
-        default filter (``None`` or ``{}``: no filter, if none is required).
+        ``overrides`` (``project``, ``tags``) replace the default context for
+        this call; ``k`` replaces the default cap.
         """
         refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
-        context, include = self._call(message, filter, overrides)
-        decided = self.store.decide(self.pools, context, scorer=self.scorer, now=self.now,
-                                    extra=extra, include=include)
-        self._check_always(decided)
-        entries = self.entries + list(extra) if extra else self.entries
-        return entries, assemble(decided, self.k if k is None else check_k(k))
+        options = self.options
+        where = self.active_filter(filter, bound)
+        decided = self.live.store.decide(
+            options.pools, build_context(options.context, message, **overrides),
+            scorer=options.scorer, now=options.now, extra=extra, where=where,
+            max_always_tokens=options.max_always_tokens)
+        self._warn_always(decided)
+        return assemble(decided, options.k if k is None else check_k(k))
 
     def explain(
         self,
@@ -295,75 +546,34 @@ class Selector:
         extra: Sequence[Mapping[str, Any]] = (),
         *,
         filter: Any = DEFAULT,
+        bound: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> Explanation:
         """The core's records and ledgers for the call :meth:`select` would make.
 
-        Same context and filter (and the same refusal when a required filter
-        key is missing); ``k`` does not apply. Entries the filter rejects get
-        no record.
+        Same context and filter (and the same refusals); ``k`` does not apply,
+        and an always tier above ``max_always_tokens`` is reported, not raised.
+        Entries the filter rejects get no record.
         """
         refuse_unknown("Selector.explain()", overrides, CONTEXT_KWARGS)
-        context, include = self._call(message, filter, overrides)
-        return self.store.explain_pools(self.pools, context, scorer=self.scorer, now=self.now,
-                                        extra=extra, include=include)
+        options = self.options
+        where = self.active_filter(filter, bound)
+        return self.live.store.explain_pools(
+            options.pools, build_context(options.context, message, **overrides),
+            scorer=options.scorer, now=options.now, extra=extra, where=where)
 
-    def refuse_missing_keys(
-        self, filter: Any = DEFAULT, *, owner: str = "this retriever", hint: str = ""
-    ) -> dict[str, Any] | None:
-        """Fail closed: the call's filter, or a ValueError naming the required keys it lacks.
-
-        Adapters call this before any work (a base retriever is not even
-        queried); :meth:`select` and :meth:`explain` check again on their own.
-        """
-        active = self.filter if filter is DEFAULT else check_filter(filter)
-        missing = [key for key in self.require_filter_keys if key not in (active or {})]
-        if missing:
-            raise ValueError(
-                f"{owner} requires a filter on {missing}; its filter {dict(active or {})!r}"
-                f" lacks {missing}" + (f"; {hint}" if hint else "")
-            )
-        return active
-
-    def _call(
-        self, message: str, filter: Any, overrides: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], bool] | None]:
-        active = self.refuse_missing_keys(filter)
-        return build_context(self.context, message, **overrides), matcher(active)
-
-    def _check_always(self, decided: Mapping[str, Sequence[Decision]]) -> None:
+    def _warn_always(self, decided: Mapping[str, Sequence[Decision]]) -> None:
+        if self.options.max_always_tokens is not None:
+            return  # the core raised if the tier was over its ceiling
         always = [d for picked in decided.values() for d in picked if d.outcome == "always"]
         total = sum(d.cost or 0 for d in always)
-        if self.max_always_tokens is not None:
-            if total > self.max_always_tokens:
-                raise AlwaysScopeOverflowError([d.entry for d in always], total,
-                                               self.max_always_tokens)
-        elif total > sum(pool.max_tokens for pool in self.pools):
+        budget = sum(pool.max_tokens for pool in self.options.pools)
+        if total > budget:
             logger.warning(
                 "always-scope entries cost %d tokens, more than all pools' max_tokens together"
-                " (%d): %s; set max_always_tokens to make this an error", total,
-                sum(pool.max_tokens for pool in self.pools),
+                " (%d): %s; set max_always_tokens to make this an error", total, budget,
                 ", ".join(str(d.entry.get("id", f"index {d.index}")) for d in always),
             )
-
-
-def matcher(
-    filter: Mapping[str, Any] | None,
-) -> Callable[[Mapping[str, Any]], bool] | None:
-    """A predicate for a hard metadata filter: equality on every key; None for no filter.
-
-    >>> keep = matcher({"user_id": "a"})
-    >>> keep({"user_id": "a", "type": "task"}), keep({"user_id": "b"}), keep({})
-    (True, False, False)
-    """
-    if not filter:
-        return None
-    items = tuple(filter.items())
-
-    def keep(entry: Mapping[str, Any]) -> bool:
-        return all(key in entry and entry[key] == value for key, value in items)
-
-    return keep
 
 
 def check_filter(filter: Any) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The pydantic side both adapters' components share: option checks, refusals, pools as data.
+"""The pydantic side every adapter component shares: the ten options, declared once.
 
 Imports pydantic, which both frameworks bring, and no framework. Each
 component's base adds its framework's serialisation on top.
@@ -6,14 +6,31 @@ component's base adds its framework's serialisation on top.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Callable
 
-from pydantic import BaseModel, ValidationInfo, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    FieldSerializationInfo,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
-from poolsplit_core.poolsplit import Pool
+from poolsplit_core.poolsplit import (
+    Pool,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+)
 from poolsplit_integrations._entries import (
     CALLABLE_DEFAULTS,
     OPTION_CHECKS,
+    NotSerializableError,
+    Options,
     check_option,
     default_hook,
     pools_to_data,
@@ -22,10 +39,49 @@ from poolsplit_integrations._entries import (
 
 
 class OptionsModel(BaseModel):
-    """Unknown arguments refused by name, the shared options checked, pools written as data.
+    """The ten shared options as fields, checked, with unknown arguments refused by name.
 
-    A hook given as None (how a default serialises) reads back as the default.
+    Every pydantic component (LangChain's retriever and compressor,
+    LlamaIndex's postprocessor and memory block) inherits these fields
+    instead of declaring them; :meth:`options` reads them as one
+    :class:`~poolsplit_integrations._entries.Options` value on every call, so
+    assigning one (``component.k = 2``) is validated and seen by the next
+    call with nothing rebuilt. ``token_counter`` and ``is_active`` shape the
+    prepared store, so they are frozen: build a new component to change them.
+    Pools serialise as plain dicts; a hook serialises to JSON only as its
+    default (null, read back as the default).
     """
+
+    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
+    k: int | None = Field(
+        default=None,
+        description="Fair cap on contextual entries across pools; never cuts always-scope.")
+    context: dict[str, Any] | None = Field(
+        default=None, description="Default retrieval context (project, tags, custom keys).")
+    scorer: Callable[..., float] = Field(
+        default=default_scorer, description="scorer(entry, context, now=now) -> float.")
+    token_counter: Callable[[str], int] = Field(
+        default=default_token_counter, frozen=True,
+        description="Token cost of an entry without a positive token_count.")
+    is_active: Callable[[Mapping[str, Any]], bool] = Field(
+        default=default_is_active, frozen=True, description="Which entries may load at all.")
+    now: datetime | None = Field(
+        default=None, description="Fixed clock for scoring; None means the current time.")
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="Tenant filter: equality on every key, before pool-split, always-scope"
+                    " included; a per-call filter can only narrow it.")
+    require_filter_keys: tuple[str, ...] = Field(
+        default=(),
+        description="Keys every call's filter must hold with a value; else refused (ValueError).")
+    max_always_tokens: int | None = Field(
+        default=None,
+        description="Always-tier ceiling: costlier always-scope entries raise"
+                    " AlwaysScopeOverflowError.")
+
+    def options(self) -> Options:
+        """The shared options as they are now, as one value."""
+        return Options.of(self)
 
     @model_validator(mode="before")
     @classmethod
@@ -45,3 +101,9 @@ class OptionsModel(BaseModel):
     @field_serializer("pools", check_fields=False)
     def _pools_as_data(self, pools: list[Pool]) -> list[dict[str, Any]]:
         return pools_to_data(pools)
+
+    @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
+    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:
+        if value is not CALLABLE_DEFAULTS[info.field_name]:  # components refuse by name first
+            raise NotSerializableError(f"{info.field_name} is a custom callable")
+        return None

@@ -41,10 +41,11 @@ from poolsplit_integrations._extras import require
 
 require("langchain_core", "langchain")
 
+import logging
 import numbers
-from collections.abc import Hashable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, Callable, ClassVar
+import uuid
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -54,10 +55,10 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import (
     ConfigDict,
     Field,
-    FieldSerializationInfo,
     PrivateAttr,
     field_serializer,
     field_validator,
@@ -65,27 +66,29 @@ from pydantic import (
 )
 from typing_extensions import Self
 
-from poolsplit_core.poolsplit import (
-    Explanation,
-    Pool,
-    default_is_active,
-    default_scorer,
-    default_token_counter,
-)
+from poolsplit_core.poolsplit import Explanation
 from poolsplit_integrations._entries import (
-    CALLABLE_DEFAULTS,
     DEFAULT,
+    OPTION_CHECKS,
     Hit,
-    NotSerializableError,
+    LiveStore,
+    Options,
     Selector,
+    config_filter,
     excluded,
     model_arguments,
+    narrow,
+    refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
     result_metadata,
     to_entry,
+    warn_unpooled,
 )
 from poolsplit_integrations._models import OptionsModel
+
+#: Warnings about documents that cannot load (a type no pool takes).
+logger = logging.getLogger(__name__)
 
 __all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
 
@@ -177,41 +180,75 @@ def _to_document(doc: Document, hit: Hit) -> Document:
     )
 
 
-class _Store:
-    """A static store mapped once: its Documents, their keys and the Selector.
+class _DocumentsView(Sequence[Document]):
+    """The stored Documents, read-only and always current (writes go through the retriever).
 
-    ``source`` keeps the very field values it was built from, so that a
-    component whose fields changed without validation (``model_copy(update=...)``
-    copies the private store as is) is noticed and rebuilt, not served stale --
-    a stale store would keep the old tenant filter.
+    ``append`` and its kin raise instead of being silently ignored: the
+    store is prepared, so a list edited in place would never be seen.
     """
 
-    def __init__(self, documents: Sequence[Document], selector_args: dict[str, Any]) -> None:
-        self.source = (documents, *selector_args.values())
-        self.documents = list(documents)
-        self.keys = {_doc_key(doc) for doc in self.documents}
-        entries = [to_entry(doc.page_content, doc.metadata, doc.id) for doc in self.documents]
-        self.selector = Selector(entries, **selector_args)
+    def __init__(self, live: LiveStore) -> None:
+        self._live = live
+        self._version = -1
+        self._cache: list[Document] = []
 
-    def built_from(self, documents: Sequence[Document], selector_args: dict[str, Any]) -> bool:
-        """True when built from exactly these field values (by identity)."""
-        current = (documents, *selector_args.values())
-        return len(current) == len(self.source) and all(
-            a is b for a, b in zip(current, self.source)
+    def _current(self) -> list[Document]:
+        if self._version != self._live.version:
+            self._cache, self._version = self._live.objects(), self._live.version
+        return self._cache
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._current()[i]
+
+    def __len__(self) -> int:
+        return len(self._live.store)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self._current())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(tuple(self._current()))
+
+    def __add__(self, other: Any) -> list[Document]:
+        return [*self, *other]
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "documents is read-only: write with add_documents(documents, ids=...) and"
+            " delete(ids), which update the prepared store in place"
         )
 
+    append = extend = insert = remove = pop = clear = __setitem__ = __delitem__ = _read_only
+    __iadd__ = _read_only
 
-def _merge(store: _Store, candidates: Sequence[Document]) -> tuple[list[Document], list[Any]]:
-    """The candidates that join the static store, as Documents and as entries.
+
+def _live_store(documents: Sequence[Document], options: Options) -> LiveStore:
+    """The prepared store of ``documents`` (partitioned by the first required filter key)."""
+    return LiveStore(
+        [(to_entry(doc.page_content, doc.metadata, doc.id), doc) for doc in documents],
+        token_counter=options.token_counter, is_active=options.is_active,
+        partition_key=options.partition_key, key=_doc_key,
+    )
+
+
+def _merge(live: LiveStore, candidates: Sequence[Document]) -> tuple[list[Document], list[Any]]:
+    """The candidates that join the stored documents, as Documents and as entries.
 
     Duplicates (of the store or of each other, by :func:`_doc_key`) are kept
     once; a candidate's ``metadata["score"]`` becomes the entry key ``similarity``.
     """
-    seen = set(store.keys)
+    seen: set[Hashable] = set()
     extra: list[Document] = []
     for doc in candidates:
         key = _doc_key(doc)
-        if key not in seen:
+        if key not in seen and not live.holds_key(key):
             seen.add(key)
             extra.append(doc)
     entries = [
@@ -222,72 +259,50 @@ def _merge(store: _Store, candidates: Sequence[Document]) -> tuple[list[Document
 
 
 def _pool_split(
-    store: _Store,
+    selector: Selector,
     query: str,
     candidates: Sequence[Document] = (),
     overrides: Mapping[str, Any] | None = None,
+    bound: Mapping[str, Any] | None = None,
 ) -> list[Document]:
     """The one code path of both components: merge, map, select, map back.
 
-    ``candidates`` join the static store (see :func:`_merge`). The Selector
-    filters (tenant), orders, caps, and checks the always tier.
+    ``candidates`` join the stored documents (see :func:`_merge`). The
+    Selector filters (tenant), orders, caps, and checks the always tier.
     """
-    extra, extra_entries = _merge(store, candidates)
-    _, hits = store.selector.select(query, extra_entries, **(overrides or {}))
-    documents = store.documents + extra if extra else store.documents
-    return [_to_document(documents[hit.index], hit) for hit in hits]
+    extra, extra_entries = _merge(selector.live, candidates)
+    hits = selector.select(query, extra_entries, bound=bound, **(overrides or {}))
+    joined = {id(entry): doc for entry, doc in zip(extra_entries, extra)}
+    return [_to_document(joined.get(id(hit.entry)) or selector.live.object_of(hit.entry), hit)
+            for hit in hits]
 
 
 def _explain(
-    store: _Store,
+    selector: Selector,
     query: str,
     candidates: Sequence[Document] = (),
     overrides: Mapping[str, Any] | None = None,
+    bound: Mapping[str, Any] | None = None,
 ) -> Explanation:
     """The core's account of the call :func:`_pool_split` would make (same merge)."""
-    _, extra_entries = _merge(store, candidates)
-    return store.selector.explain(query, extra_entries, **(overrides or {}))
+    _, extra_entries = _merge(selector.live, candidates)
+    return selector.explain(query, extra_entries, bound=bound, **(overrides or {}))
 
 
-def _selector_args(component: Any) -> dict[str, Any]:
-    """The Selector's options, read from either component's fields."""
-    return {name: getattr(component, name) for name in _SELECTOR_FIELDS}
-
-
-def _current_store(component: Any, documents: Sequence[Document]) -> _Store:
-    """The component's mapped store, rebuilt first if its fields changed unvalidated."""
-    store: _Store = component._store
-    args = _selector_args(component)
-    if not store.built_from(documents, args):
-        store = _Store(documents, args)
-        component._store = store
-    return store
-
-
-def _checked_store(retriever: Any, overrides: Mapping[str, Any]) -> _Store:
-    """The retriever's current store, once the call's filter has every required key.
-
-    Fail closed before any work: a refused call never queries the base retriever.
-    """
-    store = _current_store(retriever, retriever.documents)
-    store.selector.refuse_missing_keys(overrides.get("filter", DEFAULT),
-                                       owner=f"this {type(retriever).__name__}")
-    return store
-
-
-_SELECTOR_FIELDS = (
-    "pools", "context", "k", "scorer", "token_counter", "is_active", "now",
-    "filter", "require_filter_keys", "max_always_tokens",
-)
+#: The private keyword ``invoke`` uses to hand the run's bound tenant to the retrieval.
+_BOUND = "poolsplit_bound_filter"
+#: Fields that shape the prepared store: changing one means another store.
+_STORE_FIELDS = frozenset({"documents", "pinned", "token_counter", "is_active"})
 
 
 class _Component(OptionsModel):
-    """What both components share: option checks, refusals, serialisation.
+    """What both components share: the options, refusals, serialisation, the store.
 
-    Unknown init args are typos, refused naming the fields; assigning a field
-    is validated (and rebuilds the mapped store). Pools serialise as plain
-    dicts; hooks serialise to JSON only as their defaults (null), and a live
-    object not at all -- refused by name before pydantic would fail inside.
+    Unknown init args are typos, refused naming the fields; assigning an
+    option is validated and seen by the next call (the options are read per
+    call; the prepared store does not depend on them). Pools serialise as
+    plain dicts; hooks serialise to JSON only as their defaults (null), and a
+    live object not at all -- refused by name before pydantic would fail inside.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid",
@@ -295,12 +310,27 @@ class _Component(OptionsModel):
 
     #: Fields holding live objects, which JSON cannot carry.
     _LIVE: ClassVar[tuple[str, ...]] = ()
+    #: The field holding the stored Documents.
+    _DOCUMENTS: ClassVar[str] = "documents"
 
-    @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
-    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:
-        if value is not CALLABLE_DEFAULTS[info.field_name]:  # model_dump_json checked first
-            raise NotSerializableError(f"{info.field_name} is a custom callable")
-        return None
+    _live: LiveStore = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Map and prepare the stored Documents once; say which types no pool takes."""
+        super().model_post_init(context)
+        self._prepare(getattr(self, self._DOCUMENTS))
+
+    def _prepare(self, documents: Sequence[Document]) -> None:
+        options = self.options()
+        try:
+            self._live = _live_store(documents, options)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{type(self).__name__}: {self._DOCUMENTS}: {err}") from err
+        self.__dict__[self._DOCUMENTS] = _DocumentsView(self._live)
+        warn_unpooled(logger, type(self).__name__, self._live.store.entries, options.pools)
+
+    def _selector(self) -> Selector:
+        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}")
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """Pydantic's ``model_dump``; with ``mode="json"``, code is refused by name first."""
@@ -320,10 +350,25 @@ class _Component(OptionsModel):
         return super().model_dump_json(**kwargs)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """Pydantic's ``model_copy``; an ``update`` key that is not a field is refused."""
-        refuse_unknown(f"{type(self).__name__}.model_copy(update=...)", update or {},
+        """Pydantic's ``model_copy``: the copy shares the prepared store, as :meth:`with_filter`.
+
+        An ``update`` key that is not a field is refused; one that shapes the
+        store (the documents, ``token_counter``, ``is_active``) gives the
+        copy a store of its own, as does ``deep=True``. Options in ``update``
+        are checked as at construction.
+        """
+        changes = dict(update or {})
+        refuse_unknown(f"{type(self).__name__}.model_copy(update=...)", changes,
                        model_arguments(type(self)))
-        return super().model_copy(update=update, deep=deep)
+        for name in set(changes) & set(OPTION_CHECKS):
+            changes[name] = OPTION_CHECKS[name](changes[name])
+        if self._DOCUMENTS in changes:
+            changes[self._DOCUMENTS] = _check_documents(changes[self._DOCUMENTS],
+                                                        self._DOCUMENTS)
+        copied = super().model_copy(update=changes, deep=deep)
+        if deep or _STORE_FIELDS & set(changes):
+            copied._prepare(list(getattr(copied, self._DOCUMENTS)))
+        return copied
 
     def _refuse_code(self, exclude: Any) -> None:
         refuse_unserialisable(
@@ -541,32 +586,11 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             # 9 6 6
     """
 
-    documents: list[Document] = Field(default_factory=list)
-    """The memory store; each Document is one entry."""
-    pools: list[Pool]
-    """Reserved budgets, filled in order; at least one, unique names."""
-    k: int | None = None
-    """Cap on contextual documents across pools (None: no cap); never cuts always-scope."""
-    context: dict[str, Any] | None = None
-    """Default retrieval context (``project``, ``tags``, custom keys)."""
-    scorer: Callable[..., float] = default_scorer
-    """``scorer(entry, context, now=now) -> float``."""
-    token_counter: Callable[[str], int] = default_token_counter
-    """Token cost of an entry without a positive ``token_count``."""
-    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active
-    """Which entries may load at all."""
-    now: datetime | None = None
-    """Fixed clock for scoring; None means the current time."""
+    documents: Sequence[Document] = Field(default=(), frozen=True)
+    """The stored Documents, read-only: write with :meth:`add_documents` and :meth:`delete`."""
     base_retriever: BaseRetriever | None = None
     """Optional candidate source merged with ``documents`` on every query."""
-    filter: dict[str, Any] | None = None
-    """Tenant filter: equality on every key, before pool-split, always-scope included."""
-    require_filter_keys: tuple[str, ...] = ()
-    """Keys every call's filter must hold; a call lacking one is refused (ValueError)."""
-    max_always_tokens: int | None = None
-    """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
 
-    _store: _Store = PrivateAttr()
     _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
 
     @field_validator("base_retriever", mode="before")
@@ -585,12 +609,125 @@ class PoolSplitRetriever(_Component, BaseRetriever):
     def _validate_documents(cls, value: Any) -> Any:
         return _check_documents(value, "documents")
 
-    @model_validator(mode="after")
-    def _build_store(self) -> Self:
-        # Runs at construction and on every field assignment, so the mapped
-        # store and the Selector never go stale.
-        self._store = _Store(self.documents, _selector_args(self))
-        return self
+    @field_serializer("documents")
+    def _documents_as_list(self, documents: Sequence[Document]) -> list[Document]:
+        return list(documents)
+
+    # -- writes ------------------------------------------------------------
+
+    def add_documents(
+        self, documents: Sequence[Document], ids: Sequence[str] | None = None, **kwargs: Any
+    ) -> list[str]:
+        """Add or replace documents by id, as LangChain's vector stores do; no rebuild.
+
+        Each document's id is ``ids[i]`` when given, else ``Document.id``,
+        else a new uuid4. A document whose id is stored replaces it in place
+        (a superseded correction); the others are appended. The next call
+        sees the write. Inputs are copied, never changed.
+
+        Args:
+            documents: The Documents to write.
+            ids: Optional ids, one per document.
+            **kwargs: None accepted; a keyword is refused (``TypeError``).
+
+        Returns:
+            The ids written, in order (the entry ids: ``metadata["id"]`` when
+            a document carries one, else the document id).
+
+        Raises:
+            TypeError: An item is not a Document, or an unknown keyword.
+            ValueError: A document the scorer would refuse (e.g. a
+                non-numeric ``base_priority``), named; nothing is written.
+        """
+        refuse_unknown(f"{type(self).__name__}.add_documents()", kwargs, ())
+        docs = _check_documents(documents, "documents")
+        if ids is not None and len(ids) != len(docs):
+            raise ValueError(f"add_documents got {len(docs)} documents but {len(ids)} ids")
+        items = []
+        for i, doc in enumerate(docs):
+            doc_id = ids[i] if ids is not None else doc.id or str(uuid.uuid4())
+            copied = Document(id=doc_id, page_content=doc.page_content,
+                              metadata=dict(doc.metadata))
+            items.append((to_entry(copied.page_content, copied.metadata, copied.id), copied))
+        try:
+            written = self._live.write(items)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{type(self).__name__}.add_documents: {err}") from err
+        warn_unpooled(logger, type(self).__name__, [entry for entry, _ in items], self.pools)
+        return [str(entry_id) for entry_id in written]
+
+    async def aadd_documents(
+        self, documents: Sequence[Document], ids: Sequence[str] | None = None, **kwargs: Any
+    ) -> list[str]:
+        """Async :meth:`add_documents` (the write itself is in memory and immediate)."""
+        return self.add_documents(documents, ids=ids, **kwargs)
+
+    def delete(self, ids: Sequence[str], **kwargs: Any) -> None:
+        """Delete stored documents by id; the next call no longer sees them; no rebuild.
+
+        Raises:
+            KeyError: An id no stored document has (nothing is deleted).
+        """
+        refuse_unknown(f"{type(self).__name__}.delete()", kwargs, ())
+        if isinstance(ids, str):
+            ids = [ids]
+        self._live.delete(ids)
+
+    async def adelete(self, ids: Sequence[str], **kwargs: Any) -> None:
+        """Async :meth:`delete`."""
+        self.delete(ids, **kwargs)
+
+    def with_filter(self, filter: Mapping[str, Any]) -> PoolSplitRetriever:
+        """This retriever narrowed to ``filter``, sharing the prepared store (no rebuild).
+
+        The new retriever's filter is this one's AND ``filter``: it can add
+        keys, never change one (a conflict is a ``ValueError``). Writes to
+        either are seen by both. Refused when the result still lacks a key
+        of ``require_filter_keys``, or gives one no value.
+        """
+        owner = f"{type(self).__name__}.with_filter"
+        narrowed = narrow(self.filter, filter, owner=owner)
+        refuse_unbound(narrowed, self.require_filter_keys, owner=owner,
+                       hint="pass a filter with those keys")
+        return self.model_copy(update={"filter": narrowed})
+
+    # -- reads -------------------------------------------------------------
+
+    def invoke(self, input: str, config: RunnableConfig | None = None,
+               **kwargs: Any) -> list[Document]:
+        """LangChain's ``invoke``; the tenant may also come from ``config["configurable"]``.
+
+        For each key of ``require_filter_keys`` that the run's configurable
+        holds (``{"configurable": {"user_id": "ana"}}``, as LangGraph passes
+        it), the call is narrowed to that value -- so ``as_tool()`` and graph
+        nodes, which cannot pass ``filter=``, serve the run's tenant.
+        """
+        return super().invoke(input, config, **self._bind(config, kwargs))
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> list[Document]:
+        """Async :meth:`invoke`, with the same tenant from ``config``."""
+        return await super().ainvoke(input, config, **self._bind(config, kwargs))
+
+    def _bind(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs.pop(_BOUND, None)  # only the run's config binds a tenant
+        bound = config_filter(ensure_config(config).get("configurable"),
+                              self.require_filter_keys)
+        return {**kwargs, _BOUND: bound} if bound else kwargs
+
+    def _start(self, kwargs: Mapping[str, Any], method: str = "invoke",
+               accepted: Sequence[str] = _CALL_KWARGS,
+               ) -> tuple[Selector, dict[str, Any], dict[str, Any] | None]:
+        """The call's selector, overrides and bound tenant, refused first if it is unbound.
+
+        Fail closed before any work: a refused call never queries the base retriever.
+        """
+        bound = kwargs.get(_BOUND)
+        overrides = _call_overrides({k: v for k, v in kwargs.items() if k != _BOUND},
+                                    type(self).__name__, method, accepted)
+        selector = self._selector()
+        selector.active_filter(overrides.get("filter", DEFAULT), bound)
+        return selector, overrides, bound
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -601,26 +738,26 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             query: The query; it becomes ``context["message"]``.
             run_manager: The callback manager of this run.
             **kwargs: Per-call overrides: ``project=``, ``tags=``, ``k=``, and
-                ``filter=`` (replaces the retriever's filter for this call;
-                ``None`` removes it unless keys are required).
+                ``filter=`` (narrows the retriever's filter for this call;
+                ``None`` keeps it).
 
         Returns:
             Always-scope documents of every pool first, then the contextual
             ones pool by pool, as new Documents with ``poolsplit_*`` metadata.
 
         Raises:
-            ValueError: The call's filter lacks a key of ``require_filter_keys``.
+            ValueError: The call's filter lacks a key of ``require_filter_keys``
+                (or gives it no value), or conflicts with the retriever's.
             AlwaysScopeOverflowError: The always-scope documents that pass the
                 filter cost more than ``max_always_tokens``.
         """
-        overrides = _call_overrides(kwargs, type(self).__name__)
-        store = _checked_store(self, overrides)
+        selector, overrides, bound = self._start(kwargs)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = self.base_retriever.invoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
-        return _pool_split(store, query, candidates, overrides)
+        return _pool_split(selector, query, candidates, overrides, bound)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -635,17 +772,17 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Returns:
             The same documents :meth:`_get_relevant_documents` returns.
         """
-        overrides = _call_overrides(kwargs, type(self).__name__)
-        store = _checked_store(self, overrides)
+        selector, overrides, bound = self._start(kwargs)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
-        return _pool_split(store, query, candidates, overrides)
+        return _pool_split(selector, query, candidates, overrides, bound)
 
-    def explain(self, query: str, **kwargs: Any) -> Explanation:
-        """The core's records and ledgers for the call ``invoke(query, **kwargs)`` makes.
+    def explain(self, query: str, config: RunnableConfig | None = None,
+                **kwargs: Any) -> Explanation:
+        """The core's records and ledgers for the call ``invoke(query, config, **kwargs)`` makes.
 
         One :class:`~poolsplit_core.poolsplit.Decision` per entry the call's
         filter keeps (outcome, pool, score, cost, near miss, rank) and one
@@ -656,6 +793,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
 
         Args:
             query: The query; it becomes ``context["message"]``.
+            config: As for ``invoke``: its configurable may bind the tenant.
             **kwargs: As for ``invoke``: ``project=``, ``tags=``, ``filter=``.
                 ``k`` is refused (``TypeError``): it only cuts ``invoke``'s
                 contextual documents after the core decides, each pool keeping
@@ -669,37 +807,39 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             ``base_retriever`` candidates that joined.
 
         Raises:
-            ValueError: The call's filter lacks a key of ``require_filter_keys``,
-                exactly as ``invoke`` would refuse it.
+            ValueError: The call's filter is refused, exactly as ``invoke``
+                would refuse it.
 
         ``explain`` never raises :class:`AlwaysScopeOverflowError` and logs no
         warning: it is where an overflow is read (each ledger's
         ``always_tokens``). With a ``base_retriever``, it is invoked without
         this run's callbacks, for the same candidates ``invoke`` merges.
         """
-        overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
-        store = _checked_store(self, overrides)
+        selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
+                                                 _EXPLAIN_KWARGS)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = self.base_retriever.invoke(query)
-        return _explain(store, query, candidates, overrides)
+        return _explain(selector, query, candidates, overrides, bound)
 
-    async def aexplain(self, query: str, **kwargs: Any) -> Explanation:
+    async def aexplain(self, query: str, config: RunnableConfig | None = None,
+                       **kwargs: Any) -> Explanation:
         """Async :meth:`explain`; awaits ``base_retriever.ainvoke``.
 
         Args:
             query: The query; it becomes ``context["message"]``.
+            config: As for :meth:`explain`.
             **kwargs: As for :meth:`explain`.
 
         Returns:
             What :meth:`explain` returns.
         """
-        overrides = _call_overrides(kwargs, type(self).__name__, "explain", _EXPLAIN_KWARGS)
-        store = _checked_store(self, overrides)
+        selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
+                                                 _EXPLAIN_KWARGS)
         candidates: list[Document] = []
         if self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(query)
-        return _explain(store, query, candidates, overrides)
+        return _explain(selector, query, candidates, overrides, bound)
 
 
 # --------------------------------------------------------------------------
@@ -768,44 +908,26 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
             # ['c1', 'b', 'a']
     """
 
-    pools: list[Pool]
-    """Reserved budgets, filled in order; at least one, unique names."""
-    pinned: list[Document] = Field(default_factory=list)
-    """Documents that join the candidates on every call (e.g. corrections)."""
-    k: int | None = None
-    """Cap on contextual documents across pools (None: no cap); never cuts always-scope."""
-    context: dict[str, Any] | None = None
-    """Default retrieval context (``project``, ``tags``, custom keys)."""
-    scorer: Callable[..., float] = default_scorer
-    """``scorer(entry, context, now=now) -> float``; sees ``similarity``."""
-    token_counter: Callable[[str], int] = default_token_counter
-    """Token cost of an entry without a positive ``token_count``."""
-    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active
-    """Which entries may load at all."""
-    now: datetime | None = None
-    """Fixed clock for scoring; None means the current time."""
-    filter: dict[str, Any] | None = None
-    """Tenant filter over ``pinned`` and the candidates alike, always-scope included."""
-    require_filter_keys: tuple[str, ...] = ()
-    """Keys ``filter`` must hold, else every call is refused (ValueError)."""
-    max_always_tokens: int | None = None
-    """Always-tier ceiling: costlier always-scope entries raise AlwaysScopeOverflowError."""
+    pinned: Sequence[Document] = Field(default=(), frozen=True)
+    """Documents that join the candidates on every call (e.g. corrections); read-only."""
 
-    _store: _Store = PrivateAttr()
+    _DOCUMENTS: ClassVar[str] = "pinned"
 
     @field_validator("pinned", mode="before")
     @classmethod
     def _validate_pinned(cls, value: Any) -> Any:
         return _check_documents(value, "pinned")
 
+    @field_serializer("pinned")
+    def _pinned_as_list(self, pinned: Sequence[Document]) -> list[Document]:
+        return list(pinned)
+
     @model_validator(mode="after")
-    def _build_store(self) -> Self:
-        store = _Store(self.pinned, _selector_args(self))
+    def _refuse_unbound_filter(self) -> Self:
         # No per-call filter here, so a filter lacking a required key could
-        # never serve a call: refuse it now rather than on every call.
-        store.selector.refuse_missing_keys(
-            owner="PoolSplitCompressor", hint="compress_documents takes no per-call filter")
-        self._store = store
+        # never serve a call: refuse it now (and on assignment), not on every call.
+        refuse_unbound(self.filter, self.require_filter_keys, owner="PoolSplitCompressor",
+                       hint="compress_documents takes no per-call filter")
         return self
 
     def compress_documents(
@@ -831,4 +953,4 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
                 filter cost more than ``max_always_tokens``.
         """
         _check_documents(documents, "documents")
-        return _pool_split(_current_store(self, self.pinned), query, documents)
+        return _pool_split(self._selector(), query, documents)

@@ -62,8 +62,10 @@ again, ``from_dict(data, scorer=...)``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -100,6 +102,7 @@ from typing_extensions import Self  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Explanation,
     Pool,
+    PreparedStore,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -108,13 +111,19 @@ from poolsplit_integrations._entries import (  # noqa: E402
     CONTEXT_KWARGS,
     RESULT_KEYS,
     Hit,
+    LiveStore,
+    Options,
     Selector,
+    check_required_keys,
     excluded,
+    narrow,
     pools_to_data,
+    refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
     result_metadata,
     to_entry,
+    warn_unpooled,
 )
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
 
@@ -124,6 +133,9 @@ __all__ = [
     "PoolSplitPostprocessor",
     "PoolSplitRetriever",
 ]
+
+#: Warnings about nodes that cannot load (a type no pool takes).
+logger = logging.getLogger(__name__)
 
 #: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
 CORRECTIONS_HEADING = "Corrections (always apply)"
@@ -175,22 +187,55 @@ def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
     })
 
 
-def _candidate_entries(
-    static_nodes: Sequence[BaseNode], candidates: Sequence[NodeWithScore]
-) -> tuple[list[BaseNode], list[dict[str, Any]]]:
-    """The candidates to add to ``static_nodes``, as nodes and as entries (same order).
+def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str) -> LiveStore:
+    """The prepared store of ``nodes`` (ids kept once, first wins), warning of unpooled types.
 
-    A candidate whose node id is already static, or seen earlier among the
+    Partitioned by the first required filter key, so a tenant's query walks
+    only that tenant's nodes.
+    """
+    try:
+        live = LiveStore([(_node_entry(node), node) for node in _unique_nodes(nodes)],
+                         token_counter=options.token_counter, is_active=options.is_active,
+                         partition_key=options.partition_key, key=_node_id)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{owner}: {err}") from err
+    warn_unpooled(logger, owner, live.store.entries, options.pools)
+    return live
+
+
+def _node_id(node: BaseNode) -> str:
+    return node.node_id
+
+
+def _write_nodes(live: LiveStore, nodes: Iterable[BaseNode], options: Options,
+                 owner: str) -> list[Any]:
+    """Upsert ``nodes`` by id into ``live`` (a refused node names itself; nothing written)."""
+    items = [(_node_entry(node), node) for node in _unique_nodes(nodes)]
+    try:
+        written = live.write(items)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{owner}: {err}") from err
+    warn_unpooled(logger, owner, [entry for entry, _ in items], options.pools)
+    return written
+
+
+def _candidate_entries(
+    live: LiveStore, candidates: Sequence[NodeWithScore]
+) -> tuple[list[BaseNode], list[dict[str, Any]]]:
+    """The candidates to add to the stored nodes, as nodes and as entries (same order).
+
+    A candidate whose node id is already stored, or seen earlier among the
     candidates, is dropped: each node id is kept once. A kept candidate's
     score reaches the scorer as the entry key ``similarity``.
     """
-    seen = {node.node_id for node in static_nodes}
+    seen: set[str] = set()
     extra_nodes: list[BaseNode] = []
     extra_entries: list[dict[str, Any]] = []
     for candidate in candidates:
-        if candidate.node.node_id in seen:
+        node_id = candidate.node.node_id
+        if node_id in seen or live.holds_key(node_id):
             continue
-        seen.add(candidate.node.node_id)
+        seen.add(node_id)
         extra_nodes.append(candidate.node)
         extra_entries.append(_node_entry(candidate.node, candidate.score))
     return extra_nodes, extra_entries
@@ -198,23 +243,24 @@ def _candidate_entries(
 
 def _pool_split_nodes(
     selector: Selector,
-    static_nodes: Sequence[BaseNode],
     query: str,
     candidates: Sequence[NodeWithScore] = (),
+    bound: Mapping[str, Any] | None = None,
 ) -> list[NodeWithScore]:
-    """Run pool-split over ``static_nodes`` plus ``candidates``; return NodeWithScore.
+    """Run pool-split over the stored nodes plus ``candidates``; return NodeWithScore.
 
-    ``selector`` already holds the entries of ``static_nodes`` (same order);
-    candidates join as in :func:`_candidate_entries`.
+    Candidates join as in :func:`_candidate_entries`; ``bound`` narrows the
+    selector's filter (a retriever a memory block reads through).
     """
-    extra_nodes, extra_entries = _candidate_entries(static_nodes, candidates)
-    _, hits = selector.select(query, extra=extra_entries)
-    nodes = [*static_nodes, *extra_nodes]
+    extra_nodes, extra_entries = _candidate_entries(selector.live, candidates)
+    hits = selector.select(query, extra=extra_entries, bound=bound)
+    joined = {id(entry): node for entry, node in zip(extra_entries, extra_nodes)}
     contextual = [float(hit.score) for hit in hits if hit.score is not None]
     always_score = _above(max(contextual)) if contextual else 1.0
     return [
         NodeWithScore(
-            node=_result_node(nodes[hit.index], hit),
+            node=_result_node(joined.get(id(hit.entry)) or selector.live.object_of(hit.entry),
+                              hit),
             score=always_score if hit.always else float(hit.score or 0.0),
         )
         for hit in hits
@@ -488,14 +534,14 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
                 "base_retriever must be a LlamaIndex BaseRetriever,"
                 f" got {type(base_retriever).__name__}"
             )
-        self._nodes = _unique_nodes(nodes or ())
-        self._base_retriever = base_retriever
-        self._selector = Selector(
-            [_node_entry(node) for node in self._nodes], pools,
-            context=context, k=k, scorer=scorer, token_counter=token_counter,
+        self._options = Options(
+            pools, k=k, context=context, scorer=scorer, token_counter=token_counter,
             is_active=is_active, now=now, filter=filter,
-            require_filter_keys=require_filter_keys, max_always_tokens=max_always_tokens,
+            require_filter_keys=check_required_keys(require_filter_keys),
+            max_always_tokens=max_always_tokens,
         )
+        self._base_retriever = base_retriever
+        self._live = _live_store(nodes or (), self._options, type(self).__name__)
         # An unbound retriever with require_filter_keys is allowed: it is the
         # shared template that with_filter() binds per tenant. Its calls refuse.
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -557,16 +603,48 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
 
     @property
     def nodes(self) -> list[BaseNode]:
-        """The static nodes (ids deduplicated, first kept), as given."""
-        return list(self._nodes)
+        """The stored nodes, in store order (a new list: write with :meth:`insert_nodes`)."""
+        return list(self._live.objects())
 
     @property
     def filter(self) -> dict[str, Any] | None:
         """This retriever's tenant filter (a copy), or None."""
-        return None if self._selector.filter is None else dict(self._selector.filter)
+        return None if self._options.filter is None else dict(self._options.filter)
+
+    @property
+    def options(self) -> Options:
+        """The shared options this retriever was built with (one immutable value)."""
+        return self._options
+
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Add or replace nodes by node id, as LlamaIndex indexes name it; no rebuild.
+
+        A node whose id is stored replaces it in place (a superseded
+        correction); the others are appended. The next ``retrieve`` sees the
+        write, on this retriever and on every one sharing its store
+        (:meth:`with_filter`, a memory block reading through it).
+
+        Returns:
+            The ids written, in order.
+
+        Raises:
+            TypeError: An item is not a node.
+            ValueError: A node the scorer would refuse (e.g. a non-numeric
+                ``base_priority``), named; nothing is written.
+        """
+        owner = f"{type(self).__name__}.insert_nodes"
+        return [str(i) for i in _write_nodes(self._live, nodes, self._options, owner)]
+
+    def delete_nodes(self, node_ids: Sequence[str]) -> None:
+        """Delete stored nodes by node id; the next ``retrieve`` no longer sees them.
+
+        Raises:
+            KeyError: An id no stored node has (nothing is deleted).
+        """
+        self._live.delete([node_ids] if isinstance(node_ids, str) else node_ids)
 
     def with_filter(self, filter: Mapping[str, Any] | None) -> PoolSplitRetriever:
-        """The same retriever for another tenant: a new ``filter``, the same prepared store.
+        """This retriever narrowed to ``filter``: the same prepared store, nothing rebuilt.
 
         >>> from poolsplit_core.poolsplit import Pool
         >>> from llama_index.core.schema import TextNode
@@ -577,20 +655,23 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         >>> [n.node.node_id for n in shared.with_filter({"user_id": "b"}).retrieve("alpha")]
         ['b1']
 
-        Nothing is mapped or prepared again: the new retriever shares the
-        static nodes, the prepared store, the base retriever and every other
-        option; only the filter differs (it replaces this one's, it is not
-        merged with it). This retriever is unchanged.
+        The new retriever's filter is this one's AND ``filter`` (a tenant
+        filter only narrows: a different value for a key already set is a
+        ``ValueError``; ``None`` keeps this one's). It shares the stored
+        nodes -- writes through either are seen by both -- the base
+        retriever and every other option. This retriever is unchanged.
 
         Raises:
-            ValueError: when ``filter`` lacks a key of ``require_filter_keys``.
+            ValueError: when the result lacks a key of ``require_filter_keys``
+                (or gives it no value), or ``filter`` conflicts with this one's.
             TypeError: when ``filter`` is not a dict (or None) with str keys.
         """
-        selector = self._selector.with_filter(filter)
-        selector.refuse_missing_keys(
-            owner="PoolSplitRetriever.with_filter", hint="pass a filter with those keys")
+        owner = "PoolSplitRetriever.with_filter"
+        narrowed = narrow(self._options.filter, filter, owner=owner)
+        refuse_unbound(narrowed, self._options.require_filter_keys, owner=owner,
+                       hint="pass a filter with those keys")
         other = copy.copy(self)
-        other._selector = selector
+        other._options = dataclasses.replace(self._options, filter=narrowed)
         return other
 
     def explain(self, query: str | QueryBundle) -> Explanation:
@@ -608,29 +689,29 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             ValueError: when this retriever's filter lacks a required key.
         """
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        self._refuse_unbound()
+        selector = self._selector()
         candidates = self._base_retriever.retrieve(bundle) if self._base_retriever else []
-        _, extra_entries = _candidate_entries(self._nodes, candidates)
-        return self._selector.explain(bundle.query_str, extra=extra_entries)
+        _, extra_entries = _candidate_entries(self._live, candidates)
+        return selector.explain(bundle.query_str, extra=extra_entries)
 
     _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
 
     def _values(self) -> dict[str, Any]:
-        selector = self._selector
-        return {"scorer": selector.scorer, "token_counter": selector.token_counter,
-                "is_active": selector.is_active, "base_retriever": self._base_retriever}
+        options = self._options
+        return {"scorer": options.scorer, "token_counter": options.token_counter,
+                "is_active": options.is_active, "base_retriever": self._base_retriever}
 
     def _data(self, **kwargs: Any) -> dict[str, Any]:
-        selector, skip = self._selector, excluded(kwargs.get("exclude"))
+        options, skip = self._options, excluded(kwargs.get("exclude"))
         data = {
-            "nodes": [_node_data(node) for node in self._nodes],
-            "pools": pools_to_data(selector.pools),
-            "k": selector.k,
-            "context": selector.context or None,
-            "now": None if selector.now is None else selector.now.isoformat(),
-            "filter": selector.filter,
-            "require_filter_keys": list(selector.require_filter_keys),
-            "max_always_tokens": selector.max_always_tokens,
+            "nodes": [_node_data(node) for node in self._live.objects()],
+            "pools": pools_to_data(options.pools),
+            "k": options.k,
+            "context": options.context or None,
+            "now": None if options.now is None else options.now.isoformat(),
+            "filter": options.filter,
+            "require_filter_keys": list(options.require_filter_keys),
+            "max_always_tokens": options.max_always_tokens,
             "verbose": self._verbose,
         }
         return {key: value for key, value in data.items() if key not in skip}
@@ -643,39 +724,33 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             data["now"] = datetime.fromisoformat(data["now"])
         return cls(**data)
 
-    def _refuse_unbound(self) -> None:
-        self._selector.refuse_missing_keys(
-            owner="this PoolSplitRetriever",
-            hint="bind a tenant first with retriever.with_filter({...})",
-        )
+    def _selector(self, hint: str = "bind a tenant first with retriever.with_filter({...})"
+                  ) -> Selector:
+        """The call's selector, refused first when the filter is unbound (fail closed)."""
+        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever")
+        selector.active_filter(hint=hint)
+        return selector
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """Pool-split over the static nodes and the base retriever's candidates."""
-        self._refuse_unbound()
+        """Pool-split over the stored nodes and the base retriever's candidates."""
+        selector = self._selector()
         candidates = (
             self._base_retriever.retrieve(query_bundle) if self._base_retriever else []
         )
-        return _pool_split_nodes(self._selector, self._nodes, query_bundle.query_str, candidates)
+        return _pool_split_nodes(selector, query_bundle.query_str, candidates)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
-        self._refuse_unbound()
+        selector = self._selector()
         candidates = (
             await self._base_retriever.aretrieve(query_bundle) if self._base_retriever else []
         )
-        return _pool_split_nodes(self._selector, self._nodes, query_bundle.query_str, candidates)
+        return _pool_split_nodes(selector, query_bundle.query_str, candidates)
 
 
 # --------------------------------------------------------------------------
 # PoolSplitPostprocessor
 # --------------------------------------------------------------------------
-
-#: Fields whose change invalidates a postprocessor's prepared Selector.
-_SELECTOR_FIELDS = frozenset({
-    "pools", "pinned", "k", "context", "scorer", "token_counter", "is_active", "now",
-    "filter", "require_filter_keys", "max_always_tokens",
-})
-
 
 class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     """A node postprocessor that applies pool-split to another retriever's candidates.
@@ -723,38 +798,11 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         crowd its top-k and leave this tenant with few candidates.
     """
 
-    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
     pinned: list[BaseNode] = Field(
-        default_factory=list, description="Nodes that always join the candidates."
-    )
-    k: int | None = Field(
-        default=None, description="Fair cap on contextual nodes across pools."
-    )
-    context: dict[str, Any] | None = Field(
-        default=None, description="Default retrieval context; the query is the message."
-    )
-    scorer: Callable[..., float] = Field(default=default_scorer, exclude=True)
-    token_counter: Callable[[str], int] = Field(default=default_token_counter, exclude=True)
-    is_active: Callable[[Mapping[str, Any]], bool] = Field(
-        default=default_is_active, exclude=True
-    )
-    now: datetime | None = Field(
-        default=None, description="Fixed scoring time; None means the current UTC time."
-    )
-    filter: dict[str, Any] | None = Field(
-        default=None,
-        description="Hard metadata filter (equality on every key) on pinned and candidate nodes.",
-    )
-    require_filter_keys: tuple[str, ...] = Field(
-        default=(), description="Keys the filter must have; calls without them are refused."
-    )
-    max_always_tokens: int | None = Field(
-        default=None, description="Ceiling on the always tier; exceeding it raises."
-    )
+        default_factory=list, frozen=True,
+        description="Nodes that always join the candidates (mapped once, at construction).")
 
-    _selector: Selector | None = PrivateAttr(default=None)
-    _pinned: list[BaseNode] = PrivateAttr(default_factory=list)
-    _source: tuple[Any, ...] = PrivateAttr(default=())
+    _live: LiveStore = PrivateAttr()
 
     @field_validator("pinned", mode="before")
     @classmethod
@@ -765,37 +813,10 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     def _pinned_as_data(self, pinned: list[BaseNode]) -> list[dict[str, Any]]:
         return [_node_data(node) for node in pinned]
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name in _SELECTOR_FIELDS:
-            self._selector = None  # re-prepared on the next call
-
-    def _prepared(self) -> Selector:
-        """The Selector over the pinned nodes, mapped once per configuration.
-
-        It remembers the very field values it was built from: a copy whose
-        fields changed without validation (``model_copy(update=...)`` copies
-        the private Selector as is) is rebuilt, never served the old filter.
-        """
-        source = tuple(getattr(self, name) for name in sorted(_SELECTOR_FIELDS))
-        stale = len(source) != len(self._source) or any(
-            a is not b for a, b in zip(source, self._source))
-        if self._selector is None or stale:
-            self._source = source
-            self._pinned = _unique_nodes(self.pinned)
-            self._selector = Selector(
-                [_node_entry(node) for node in self._pinned], self.pools,
-                context=self.context, k=self.k, scorer=self.scorer,
-                token_counter=self.token_counter, is_active=self.is_active, now=self.now,
-                filter=self.filter, require_filter_keys=self.require_filter_keys,
-                max_always_tokens=self.max_always_tokens,
-            )
-        return self._selector
-
     def model_post_init(self, context: Any, /) -> None:
-        """Map the pinned nodes once, at construction."""
+        """Map and prepare the pinned nodes once, at construction."""
         super().model_post_init(context)
-        self._prepared()
+        self._live = _live_store(self.pinned, self.options(), type(self).__name__)
 
     def _postprocess_nodes(
         self,
@@ -803,11 +824,10 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
-        selector = self._prepared()
-        selector.refuse_missing_keys(
-            owner="this PoolSplitPostprocessor", hint="set its filter with those keys")
+        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor")
+        selector.active_filter(hint="set its filter with those keys")
         query = query_bundle.query_str if query_bundle is not None else ""
-        return _pool_split_nodes(selector, self._pinned, query, nodes)
+        return _pool_split_nodes(selector, query, nodes)
 
 
 # --------------------------------------------------------------------------
@@ -868,87 +888,90 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
     accept_short_term_memory: bool = Field(
         default=False, description="Flushed chat messages are not stored (see _aput)."
     )
-    store: list[Any] | Callable[[], Iterable[Any]] = Field(
-        description="Entry dicts and/or nodes, or a callable returning them."
-    )
-    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
-    k: int | None = Field(default=None)
-    context: dict[str, Any] | None = Field(default=None)
-    scorer: Callable[..., float] = Field(default=default_scorer, exclude=True)
-    token_counter: Callable[[str], int] = Field(default=default_token_counter, exclude=True)
-    is_active: Callable[[Mapping[str, Any]], bool] = Field(
-        default=default_is_active, exclude=True
-    )
-    now: datetime | None = Field(default=None)
-    filter: dict[str, Any] | None = Field(
-        default=None, description="Hard metadata filter (equality on every key) on entries."
-    )
-    require_filter_keys: tuple[str, ...] = Field(
-        default=(), description="Keys the filter must have; rendering without them is refused."
-    )
-    max_always_tokens: int | None = Field(
-        default=None, description="Ceiling on the always tier; exceeding it raises."
-    )
+    store: Any = Field(
+        description="Entry dicts and/or nodes (prepared once), a PreparedStore, or a"
+                    " PoolSplitRetriever whose prepared store the block reads.")
     corrections_heading: str = Field(default=CORRECTIONS_HEADING)
+
+    _live: LiveStore = PrivateAttr()
+    _bound: dict[str, Any] | None = PrivateAttr(default=None)
 
     @field_serializer("store")
     def _store_as_data(self, store: Any) -> Any:
-        if callable(store):
-            return store  # code: to_dict refuses it by name
+        if not isinstance(store, list):
+            return None  # a live store: to_dict refuses it by name first
         return [_node_data(item) if isinstance(item, BaseNode) else dict(item) for item in store]
 
     _LIVE: ClassVar[tuple[str, ...]] = ("store",)
 
     def _values(self) -> dict[str, Any]:
         values = super()._values()
-        values["store"] = self.store if callable(self.store) else None  # only a callable is code
+        values["store"] = None if isinstance(self.store, list) else self.store  # live: refused
         return values
 
     @field_validator("store", mode="before")
     @classmethod
     def _check_store(cls, value: Any) -> Any:
-        if callable(value):
+        if isinstance(value, (PreparedStore, PoolSplitRetriever)):
             return value
+        if callable(value):
+            raise TypeError(
+                "store cannot be a callable: the block prepares its store once and reads it"
+                " every turn; pass a PreparedStore (or a PoolSplitRetriever) and write to"
+                " it with add/upsert/delete (insert_nodes/delete_nodes)")
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
             raise TypeError(
-                "store must be a list of entry dicts/nodes or a callable returning one,"
-                f" got {type(value).__name__}"
+                "store must be a list of entry dicts/nodes, a PreparedStore or a"
+                f" PoolSplitRetriever, got {type(value).__name__}"
             )
-        return _nodes_from_data(list(value))
-
-    def entries(self) -> list[Mapping[str, Any]]:
-        """The store as entry dicts, read now (nodes mapped, dicts as they are)."""
-        items = self.store() if callable(self.store) else self.store
-        out: list[Mapping[str, Any]] = []
+        items = _nodes_from_data(list(value))
         for i, item in enumerate(items):
-            if isinstance(item, BaseNode):
-                out.append(_node_entry(item))
-            elif isinstance(item, Mapping):
-                out.append(item)
-            else:
+            if not isinstance(item, (BaseNode, Mapping)):
                 raise TypeError(
                     f"store item at index {i} must be an entry dict or a node,"
                     f" got {type(item).__name__}"
                 )
-        return out
+        return items
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Prepare the store once: a list is mapped here; a store or retriever is shared."""
+        super().model_post_init(context)
+        owner = type(self).__name__
+        store = self.store
+        if isinstance(store, PoolSplitRetriever):
+            self._live, self._bound = store._live, store.filter
+        elif isinstance(store, PreparedStore):
+            self._live = LiveStore(store=store)
+            warn_unpooled(logger, owner, store.entries, self.pools)
+        else:
+            options = self.options()
+            items = [(_node_entry(item), item) if isinstance(item, BaseNode) else (item, item)
+                     for item in store]
+            try:
+                self._live = LiveStore(items, token_counter=options.token_counter,
+                                       is_active=options.is_active,
+                                       partition_key=options.partition_key)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"{owner}: store: {err}") from err
+            warn_unpooled(logger, owner, self._live.store.entries, options.pools)
+
+    def entries(self) -> list[Mapping[str, Any]]:
+        """The store as entry dicts, as they are now (nodes mapped, dicts as they are)."""
+        return self._live.store.entries
 
     def render(self, message: str = "", **overrides: Any) -> str:
         """Run pool-split for ``message`` and render the text this block returns.
 
         ``overrides`` replace the default context for this call: ``project=``
-        and ``tags=``; any other keyword is refused (``TypeError``).
+        and ``tags=``; any other keyword is refused (``TypeError``). Over a
+        retriever, its filter applies too (the block's narrows it).
         """
         refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
-        selector = Selector(
-            [], self.pools, context=self.context, k=self.k, scorer=self.scorer,
-            token_counter=self.token_counter, is_active=self.is_active, now=self.now,
-            filter=self.filter, require_filter_keys=self.require_filter_keys,
-            max_always_tokens=self.max_always_tokens,
-        )
-        selector.refuse_missing_keys(
-            owner="this PoolSplitMemoryBlock", hint="set its filter with those keys")
-        entries, hits = selector.select(message, extra=self.entries(), **overrides)
-        return _render(entries, hits, self.corrections_heading)
+        selector = Selector(self._live, self.options(), owner="this PoolSplitMemoryBlock")
+        selector.active_filter(bound=self._bound, hint="set its filter with those keys")
+        hits = selector.select(message, bound=self._bound, **overrides)
+        return _render(hits, self.corrections_heading)
+
 
     async def _aget(
         self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
@@ -976,12 +999,12 @@ def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
     return ""
 
 
-def _render(entries: Sequence[Mapping[str, Any]], hits: Sequence[Hit], heading: str) -> str:
+def _render(hits: Sequence[Hit], heading: str) -> str:
     """Corrections first under ``heading``, then one section per pool, in hit order."""
     sections: dict[str, list[str]] = {}
     for hit in hits:
         title = heading if hit.always else hit.pool
-        content = entries[hit.index].get("content")
+        content = hit.entry.get("content")
         text = "" if content is None else str(content)
         sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
     return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())

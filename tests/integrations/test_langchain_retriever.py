@@ -22,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from pydantic import ValidationError
 
 from poolsplit_core.poolsplit import Pool, default_scorer, retrieve_pools
 from poolsplit_integrations.langchain import PoolSplitCompressor, PoolSplitRetriever
@@ -158,13 +159,16 @@ def test_per_call_project_and_tags_override_the_default_context() -> None:
     assert ids(skills)[0] == "s-rollback"
 
 
-def test_assigning_a_field_rebuilds_the_store() -> None:
+def test_an_assigned_option_is_seen_and_the_documents_are_written_through_the_retriever() -> None:
     retriever = make_retriever()
-    retriever.documents = make_store()[:1]
-    assert ids(retriever.invoke("deploy")) == ["fix-friday"]
     retriever.k = 0
-    retriever.documents = make_store()
     assert ids(retriever.invoke("deploy")) == ["fix-friday"]
+    with pytest.raises(ValidationError, match="frozen"):
+        retriever.documents = make_store()[:1]
+    with pytest.raises(TypeError, match=r"documents is read-only.*add_documents"):
+        retriever.documents.append(make_store()[0])  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError, match="k must be"):
+        retriever.k = -1
 
 
 def test_unknown_invoke_keyword_is_an_error() -> None:

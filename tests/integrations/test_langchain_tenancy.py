@@ -112,20 +112,21 @@ def test_every_filter_key_must_match() -> None:
     assert ids(docs) == ["a-note"]
 
 
-def test_per_call_filter_replaces_the_default_rather_than_merging() -> None:
+def test_per_call_filter_narrows_the_default_and_never_changes_it() -> None:
     retriever = make_retriever(filter={"user_id": "a"})
-    assert ids(retriever.invoke("deploy", filter={"user_id": "b"})) == [
-        "b-fix", "b-task", "b-note"]
-    # Replaced, not intersected: user a's default no longer applies.
-    assert ids(retriever.invoke("deploy", filter={"type": "task"})) == ["a-task", "b-task"]
-    assert ids(retriever.invoke("deploy")) == ["a-fix", "a-task", "a-note"]  # default back
+    with pytest.raises(ValueError, match=r"bound to user_id='a'; a filter cannot change it"):
+        retriever.invoke("deploy", filter={"user_id": "b"})
+    # Intersected, not replaced: user a's default still applies.
+    assert ids(retriever.invoke("deploy", filter={"type": "task"})) == ["a-task"]
+    assert ids(retriever.invoke("deploy", filter={"user_id": "a"})) == [
+        "a-fix", "a-task", "a-note"]  # the same value again is no conflict
+    assert ids(retriever.invoke("deploy")) == ["a-fix", "a-task", "a-note"]
 
 
 @pytest.mark.parametrize("no_filter", [None, {}])
-def test_per_call_filter_none_or_empty_removes_the_default(no_filter: Any) -> None:
+def test_per_call_filter_none_or_empty_keeps_the_default(no_filter: Any) -> None:
     retriever = make_retriever(filter={"user_id": "a"})
-    assert set(ids(retriever.invoke("deploy", filter=no_filter))) >= {
-        "a-fix", "b-fix", "shared-fix"}
+    assert ids(retriever.invoke("deploy", filter=no_filter)) == ["a-fix", "a-task", "a-note"]
 
 
 def test_filter_applies_to_base_retriever_candidates() -> None:
@@ -155,10 +156,10 @@ def test_model_copy_with_a_new_filter_is_honoured_not_served_stale() -> None:
 
 def test_the_store_is_not_rebuilt_per_call() -> None:
     retriever = make_retriever(filter={"user_id": "a"})
-    store = retriever._store
+    store = retriever._live.store
     retriever.invoke("deploy")
-    retriever.invoke("deploy", filter={"user_id": "b"})
-    assert retriever._store is store
+    retriever.invoke("deploy", filter={"type": "task"})
+    assert retriever._live.store is store
 
 
 @pytest.mark.parametrize(
@@ -270,8 +271,7 @@ def test_a_call_with_the_required_key_works(call: Callable[..., Any]) -> None:
 def test_a_default_filter_holding_the_required_key_serves_plain_calls() -> None:
     retriever = make_retriever(filter={"user_id": "b"}, require_filter_keys=("user_id",))
     assert ids(retriever.invoke("deploy")) == ["b-fix", "b-task", "b-note"]
-    with pytest.raises(ValueError, match="user_id"):
-        retriever.invoke("deploy", filter={"type": "note"})  # replaces the default
+    assert ids(retriever.invoke("deploy", filter={"type": "note"})) == ["b-note"]  # narrows
 
 
 def test_only_the_missing_keys_are_named() -> None:
@@ -528,7 +528,6 @@ def test_tenant_filters_never_leak(draws: list[tuple[int, int, bool, int, int, i
     store = _build(draws)
     if per_call:
         retriever = PoolSplitRetriever(documents=store, pools=_PROPERTY_POOLS, now=NOW,
-                                       filter={"user_id": "c" if user != "c" else "a"},
                                        require_filter_keys=("user_id",))
         docs = retriever.invoke(query, filter={"user_id": user})
         explanation = retriever.explain(query, filter={"user_id": user})

@@ -20,6 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 from llama_index.core.schema import Document, NodeWithScore, QueryBundle, TextNode
 
+from poolsplit_core.poolsplit import PreparedStore
 from poolsplit_integrations.llama_index import (
     PoolSplitMemoryBlock,
     PoolSplitPostprocessor,
@@ -201,9 +202,11 @@ def test_a_custom_hook_is_refused_by_name_and_can_be_passed_again(kind, hook):
     assert answer(rebuilt) == answer(component)
 
 
-def test_a_callable_store_and_a_base_retriever_are_refused_by_name():
-    with pytest.raises(TypeError, match=r"store is a callable \(.*lambda.*\), which is code"):
-        PoolSplitMemoryBlock(store=lambda: [], pools=POOLS).to_dict()
+def test_a_live_store_and_a_base_retriever_are_refused_by_name():
+    with pytest.raises(TypeError, match=r"store cannot be a callable.*pass a PreparedStore"):
+        PoolSplitMemoryBlock(store=lambda: [], pools=POOLS)
+    with pytest.raises(TypeError, match=r"store holds a live object \(PreparedStore\)"):
+        PoolSplitMemoryBlock(store=PreparedStore([]), pools=POOLS).to_dict()
     with pytest.raises(TypeError, match=r"base_retriever holds a live object"):
         retriever(base_retriever=retriever()).to_json()
 

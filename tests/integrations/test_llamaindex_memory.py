@@ -8,7 +8,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 
-from poolsplit_core.poolsplit import Pool
+from poolsplit_core.poolsplit import Pool, PreparedStore
 from poolsplit_integrations.llama_index import CORRECTIONS_HEADING, PoolSplitMemoryBlock
 
 from ._llamaindex_support import (
@@ -129,12 +129,14 @@ async def test_reading_never_writes_to_the_store_and_aput_stores_nothing():
 
 
 @pytest.mark.asyncio
-async def test_a_callable_store_is_read_on_every_get():
-    live = agent_store()[:1]
-    block = PoolSplitMemoryBlock(store=lambda: list(live), pools=SPLIT, now=NOW)
+async def test_a_prepared_store_written_between_gets_is_seen_on_the_next_get():
+    store = PreparedStore(agent_store()[:1])
+    block = PoolSplitMemoryBlock(store=store, pools=SPLIT, now=NOW)
     assert SKILL not in await block.aget([])
-    live.append(agent_store()[-1])
+    store.add(agent_store()[-1])
     assert SKILL in await block.aget([])
+    store.delete(agent_store()[-1]["id"])
+    assert SKILL not in await block.aget([])
 
 
 @pytest.mark.asyncio
@@ -156,6 +158,5 @@ def test_bad_store_and_pools_are_refused():
         PoolSplitMemoryBlock(store="not a store", pools=SPLIT)
     with pytest.raises(ValueError, match="at least one Pool"):
         PoolSplitMemoryBlock(store=[], pools=[])
-    block = PoolSplitMemoryBlock(store=[42], pools=SPLIT)
     with pytest.raises(TypeError, match="store item at index 0 must be an entry dict or a node"):
-        block.render("q")
+        PoolSplitMemoryBlock(store=[42], pools=SPLIT)

@@ -7,6 +7,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from pydantic import ValidationError
 
 from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations.llama_index import PoolSplitPostprocessor, PoolSplitRetriever
@@ -114,9 +115,11 @@ def test_changing_a_field_takes_effect_on_the_next_call():
     assert len(post.postprocess_nodes(candidates, query_str="q")) == 4
     post.k = 1
     assert len(post.postprocess_nodes(candidates, query_str="q")) == 2
-    post.pinned = []
+    post.filter = {"type": "correction"}
     assert [r.node.node_id for r in post.postprocess_nodes(candidates, query_str="q")] == [
-        "page-00"]
+        correction().node_id]
+    with pytest.raises(ValidationError, match="frozen"):  # pinned is prepared: build anew
+        post.pinned = []
 
 
 def test_no_query_bundle_means_an_empty_message():

@@ -147,15 +147,16 @@ def test_with_filter_shares_the_prepared_store_and_leaves_the_original_alone():
                                 token_counter=counting, require_filter_keys=("user_id",))
     prepared = len(counted)
     for_b = shared.with_filter({"user_id": "b"})
-    assert for_b._selector.store is shared._selector.store  # no rebuild
-    assert for_b._selector.entries is shared._selector.entries  # no re-mapping
+    assert for_b._live is shared._live  # no rebuild, no re-mapping
     assert len(counted) == prepared  # no entry was costed again
     assert for_b.filter == {"user_id": "b"}
     assert shared.filter is None
     with pytest.raises(ValueError, match="user_id"):
         shared.retrieve("deploy")  # the template stays unbound
-    # The new filter replaces the old one; it is not merged with it.
-    for_a = for_b.with_filter({"user_id": "a"})
+    # A filter only narrows: for_b cannot be turned into user a's retriever.
+    with pytest.raises(ValueError, match=r"bound to user_id='b'; a filter cannot change it"):
+        for_b.with_filter({"user_id": "a"})
+    for_a = shared.with_filter({"user_id": "a"})
     assert ids(for_a.retrieve("deploy release")) == ["fix-a", "task-a"]
     assert ids(for_b.retrieve("deploy release")) == ["fix-b", "task-b"]
 
