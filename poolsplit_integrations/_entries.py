@@ -26,8 +26,11 @@ Results carry three added metadata keys: ``poolsplit_pool`` (the pool's
 name), ``poolsplit_score`` (the score, ``None`` for always-scope) and
 ``poolsplit_always`` (bool). Metadata is always copied, never changed in place.
 
-Also shared by every component: the options and their checks
-(:data:`OPTION_CHECKS`), the refusal of unknown keyword arguments
+Also shared by every component: the ten options as one value
+(:class:`Options`, checked by :data:`OPTION_CHECKS`), the living store each
+component holds (:class:`LiveStore`), tenant filters that only narrow
+(:func:`narrow`, :func:`refuse_unbound`), the call itself (:class:`Selector`),
+the refusal of unknown keyword arguments
 (:func:`refuse_unknown`), and serialisation -- pools as plain data
 (``{"name", "max_tokens", "max_entries", "types"}``), callables refused by
 name (:func:`refuse_unserialisable`).

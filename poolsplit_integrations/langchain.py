@@ -16,8 +16,13 @@ the README), let the core decide, and return new ``Document`` objects with
 ``poolsplit_pool``, ``poolsplit_score`` and ``poolsplit_always`` added to a
 copy of the metadata. Input documents are never modified.
 
-Tenancy (``filter``, ``require_filter_keys``) and the always-tier ceiling
+Each component holds one prepared store (:class:`~poolsplit_integrations._entries.LiveStore`)
+and writes to it through the core's API: ``add_documents``/``delete`` are
+seen by the next call, with nothing rebuilt. Tenancy (``filter``,
+``require_filter_keys``: filters only narrow) and the always-tier ceiling
 (``max_always_tokens``) are the Selector's; the adapters only pass them on.
+Documents whose type no pool takes are named in a warning on this module's
+logger when they are written.
 
 Both refuse unknown arguments -- at construction and per call -- naming the
 accepted ones. Both serialise what is data: ``model_dump()`` and
@@ -433,9 +438,12 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         max_always_tokens: int | None
             Always-tier ceiling; more raises ``AlwaysScopeOverflowError``.
 
-        Unknown init args are refused. Assigning a field (``retriever.k = 2``)
-        is validated and rebuilds the mapped store; so does the first call
-        after ``model_copy(update=...)``, which skips validation.
+        Unknown init args are refused. Assigning an option (``retriever.k = 2``)
+        is validated and seen by the next call. ``documents``,
+        ``token_counter`` and ``is_active`` are frozen: they shape the
+        prepared store. Write with ``add_documents(documents, ids=None)``
+        (upsert by id) and ``delete(ids)``; the next call sees the write.
+        ``documents`` is a read-only view (``append`` raises).
 
     Instantiate:
         .. code-block:: python
@@ -509,10 +517,16 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         ``filter`` keeps only documents whose metadata equals every item of
         it -- a document lacking a key does not match -- *before* pool-split,
         always-scope corrections included: a correction written for one user
-        never loads for another. ``invoke(query, filter={...})`` replaces the
-        retriever's filter for that call (``filter=None`` removes it). With
-        ``require_filter_keys``, a call whose filter lacks one of those keys
-        is refused with a ``ValueError`` (fail closed, not open).
+        never loads for another. Filters only narrow: ``invoke(query,
+        filter={...})`` is ANDed with the retriever's filter (a different
+        value for a key it sets is a ``ValueError``; ``filter=None`` keeps
+        it), as is ``with_filter(filter)``, which shares the prepared store,
+        and the tenant a run's ``config["configurable"]`` names for a key of
+        ``require_filter_keys`` (how ``as_tool()`` and LangGraph nodes bind
+        it). With ``require_filter_keys``, a call whose filter lacks one of
+        those keys, or gives it ``None`` or an empty value, is refused with a
+        ``ValueError`` (fail closed, not open); the store is partitioned by
+        the first of them, so a tenant's query walks only its documents.
         ``max_always_tokens`` caps the always tier: when the corrections that
         pass the filter cost more, the call raises ``AlwaysScopeOverflowError``
         (a ``ValueError``) naming them and their total, rather than drop one.

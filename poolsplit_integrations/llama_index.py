@@ -43,9 +43,19 @@ lacks one of them is refused with a ``ValueError``: fail closed) and
 ``max_always_tokens`` (an always tier costing more raises
 :class:`~poolsplit_core.AlwaysScopeOverflowError` instead of dropping a
 correction). LlamaIndex's ``retrieve`` takes only the query, so the filter
-lives on the retriever: :meth:`PoolSplitRetriever.with_filter` gives another
-tenant's retriever over the same prepared store. :meth:`PoolSplitRetriever.explain`
-returns the core's records and ledgers for a query.
+lives on the retriever: :meth:`PoolSplitRetriever.with_filter` narrows it to a
+tenant over the same prepared store (filters only narrow: a different value
+for a key already set is a ``ValueError``; a required key given ``None`` or
+an empty value is refused). :meth:`PoolSplitRetriever.explain` returns the
+core's records and ledgers for a query.
+
+**A living store.** Each component prepares its nodes once (partitioned by
+the first required filter key, so a tenant's query walks only its nodes) and
+is written through the core's API: :meth:`PoolSplitRetriever.insert_nodes`
+(upsert by node id) and :meth:`PoolSplitRetriever.delete_nodes` are seen by
+the very next ``retrieve``, by every retriever ``with_filter`` made from it
+and by a :class:`PoolSplitMemoryBlock` reading through it. Nodes whose type
+no pool takes are named in a warning on this module's logger when written.
 
 **Arguments and serialisation.** All three refuse unknown arguments -- at
 construction, in ``from_dict`` and ``from_defaults``, and per call
@@ -54,7 +64,8 @@ accepted ones. All three round-trip through ``to_dict``/``from_dict`` and
 ``to_json``/``from_json``, as LlamaIndex components do: pools as plain dicts
 (``{"name", "max_tokens", "max_entries", "types"}``), nodes as LlamaIndex's
 docstore writes them. What is code -- a custom ``scorer``, ``token_counter``
-or ``is_active``, a callable store -- or a live ``base_retriever`` is refused
+or ``is_active`` -- or a live object (a ``base_retriever``, a block's
+``PreparedStore`` or retriever store) is refused
 by name (a ``TypeError``): serialise with ``exclude={"scorer"}`` and pass it
 again, ``from_dict(data, scorer=...)``.
 """
@@ -842,10 +853,14 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        store: the memory store -- a list of entry dicts and/or nodes, or a
-            zero-argument callable returning one (read on every ``aget``, so
-            a live store is seen as it is now). Entry dicts are passed to the
-            core as they are; nodes go through the shared mapping.
+        store: the memory store -- a list of entry dicts and/or nodes
+            (prepared once, here), a :class:`~poolsplit_core.PreparedStore`
+            the application writes to (``add``/``upsert``/``delete``), or a
+            :class:`PoolSplitRetriever` (``insert_nodes``/``delete_nodes``;
+            its filter applies too). Every ``aget`` queries the prepared
+            store as it is now; nothing is re-scored from scratch. Entry
+            dicts are passed to the core as they are; nodes go through the
+            shared mapping.
         pools: the reserved budgets, filled in order.
         k, context, scorer, token_counter, is_active, now: as for
             :class:`PoolSplitRetriever`.
