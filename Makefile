@@ -34,8 +34,9 @@ lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both ada
 test: lint  ## lint, then the whole test suite (notebooks included)
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store
+bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store; the adapters per turn
 	$(BIN)/python benchmarks/bench_retrieve.py
+	$(BIN)/python benchmarks/bench_adapters.py
 
 bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
 	$(BIN)/python benchmarks/build_floor.py
