@@ -420,10 +420,15 @@ class LiveStore:
         ids = []
         for entry, obj in items:
             old = self._stored(entry["id"])
-            self.store.upsert(entry)
-            if old is not None:
-                self._forget(old)
+            # the object is known before the store can return its entry (queries run in threads)
             self._objects[id(entry)] = obj
+            try:
+                self.store.upsert(entry)
+            except BaseException:
+                del self._objects[id(entry)]
+                raise
+            if old is not None and old is not entry:
+                self._forget(old)
             self._count(obj, 1)
             ids.append(entry["id"])
             self.version += 1
@@ -444,6 +449,7 @@ class LiveStore:
                 self.version += 1
 
     def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
+        """The stored entry with this id (the core keeps the id -> slot map; read it)."""
         slot = self.store._by_id.get(entry_id) if _hashable(entry_id) else None
         return None if slot is None else self.store._slots[slot]
 
@@ -714,7 +720,7 @@ def refuse_unserialisable(
     """Refuse to serialise a component holding code: a NotSerializableError naming the field.
 
     A hook (``scorer``, ``token_counter``, ``is_active``) serialises only as
-    its default; a ``live`` field (a base retriever, a callable store) only
+    its default; a ``live`` field (a base retriever, a live store) only
     as None.
 
     Args:
