@@ -39,6 +39,7 @@ name (:func:`refuse_unserialisable`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -378,6 +379,7 @@ class LiveStore:
         pairs = list(items)
         self.key = key
         self.version = 0  # counts writes, so views of the objects know when to re-read
+        self._writing = threading.Lock()  # one write at a time: the bookkeeping below
         self._objects: dict[int, Any] = {id(entry): obj for entry, obj in pairs}
         self._keys: dict[Any, int] = {}
         for _, obj in pairs:
@@ -417,36 +419,38 @@ class LiveStore:
                 raise ValueError(f"cannot write an entry without an id: {entry!r}")
         PreparedStore([entry for entry, _ in items],  # reads (and refuses) before any write
                       token_counter=self.store.token_counter, is_active=self.store.is_active)
-        ids = []
-        for entry, obj in items:
-            old = self._stored(entry["id"])
-            # the object is known before the store can return its entry (queries run in threads)
-            self._objects[id(entry)] = obj
-            try:
-                self.store.upsert(entry)
-            except BaseException:
-                del self._objects[id(entry)]
-                raise
-            if old is not None and old is not entry:
-                self._forget(old)
-            self._count(obj, 1)
-            ids.append(entry["id"])
-            self.version += 1
-        return ids
+        with self._writing:
+            return [self._upsert(entry, obj) for entry, obj in items]
+
+    def _upsert(self, entry: Mapping[str, Any], obj: Any) -> Any:
+        old = self._stored(entry["id"])
+        # the object is known before the store can return its entry (queries run in threads)
+        self._objects[id(entry)] = obj
+        try:
+            self.store.upsert(entry)
+        except BaseException:
+            del self._objects[id(entry)]
+            raise
+        if old is not None and old is not entry:
+            self._forget(old)
+        self._count(obj, 1)
+        self.version += 1
+        return entry["id"]
 
     def delete(self, ids: Iterable[Any]) -> None:
         """Delete each entry by id; a ``KeyError`` names an unknown id before any delete."""
         listed = list(ids)
-        unknown = [i for i in listed if self._stored(i) is None]
-        if unknown:
-            raise KeyError(f"no stored entry has id {unknown[0]!r} (ids {unknown!r} unknown);"
-                           " nothing was deleted")
-        for entry_id in listed:
-            old = self._stored(entry_id)
-            if old is not None:
-                self.store.delete(entry_id)
-                self._forget(old)
-                self.version += 1
+        with self._writing:
+            unknown = [i for i in listed if self._stored(i) is None]
+            if unknown:
+                raise KeyError(f"no stored entry has id {unknown[0]!r} (ids {unknown!r}"
+                               " unknown); nothing was deleted")
+            for entry_id in listed:
+                old = self._stored(entry_id)
+                if old is not None:
+                    self.store.delete(entry_id)
+                    self._forget(old)
+                    self.version += 1
 
     def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
         """The stored entry with this id (the core keeps the id -> slot map; read it)."""

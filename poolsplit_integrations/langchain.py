@@ -198,8 +198,9 @@ class _DocumentsView(Sequence[Document]):
         self._cache: list[Document] = []
 
     def _current(self) -> list[Document]:
-        if self._version != self._live.version:
-            self._cache, self._version = self._live.objects(), self._live.version
+        version = self._live.version  # read first: a write landing meanwhile re-reads next time
+        if self._version != version:
+            self._cache, self._version = self._live.objects(), version
         return self._cache
 
     def __getitem__(self, i: Any) -> Any:

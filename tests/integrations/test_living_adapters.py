@@ -495,3 +495,47 @@ def test_no_tenant_leak_in_1000_random_draws_on_every_component() -> None:
             assert got == expected_ids(store, POOLS, {"message": message}, where), (kind, call)
             served += 1
     assert served + refused == 1000 and served > 500 and refused > 100
+
+
+# --------------------------------------------------------------------------
+# Writes and reads from several threads at once
+# --------------------------------------------------------------------------
+
+
+def test_writes_while_other_threads_read_never_break_a_read_or_mix_tenants() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    retriever = lc.PoolSplitRetriever(documents=[lc_doc(e) for e in memories() + memories("bo")],
+                                      pools=POOLS, now=NOW, require_filter_keys=("user_id",))
+    nodes = li.PoolSplitRetriever(nodes=[li_node(e) for e in memories() + memories("bo")],
+                                  pools=POOLS, now=NOW, require_filter_keys=("user_id",))
+    bo_docs, bo_nodes = retriever.with_filter({"user_id": "bo"}), nodes.with_filter(
+        {"user_id": "bo"})
+
+    def write(k: int) -> None:
+        for i in range(60):
+            entry = {**FIX, "id": f"fix-{k}-{i % 3}", "content": f"Deploy rule {k}.{i}."}
+            retriever.add_documents([lc_doc(entry)])
+            nodes.insert_nodes([li_node(entry)])
+            if i % 3 == 2:
+                retriever.delete([f"fix-{k}-0"])
+                nodes.delete_nodes([f"fix-{k}-0"])
+
+    def read(_: int) -> set[str]:
+        owners = set()
+        for _ in range(60):
+            owners |= {d.metadata["user_id"] for d in bo_docs.invoke("deploy")}
+            owners |= {h.node.metadata["user_id"] for h in bo_nodes.retrieve("deploy")}
+        return owners
+
+    with ThreadPoolExecutor(4) as pool:
+        writers = [pool.submit(write, k) for k in range(2)]
+        readers = [pool.submit(read, k) for k in range(2)]
+        for future in writers:
+            future.result()
+        assert all(future.result() == {"bo"} for future in readers)
+    ana = retriever.with_filter({"user_id": "ana"}).invoke("deploy")
+    # each writer's last round left fix-k-1 and fix-k-2 (fix-k-0 was deleted)
+    assert sorted(d.id for d in ana if d.metadata["poolsplit_always"]) == [
+        "fix-0-1", "fix-0-2", "fix-1-1", "fix-1-2"]
+    assert [n.node_id for n in nodes.nodes] == [d.id for d in retriever.documents]
