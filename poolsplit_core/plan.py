@@ -22,7 +22,7 @@ which it calls and never copies.
 >>> queries = [{"message": "x"}, {"message": "y"}]
 >>> plan = plan_pools(store, queries, total_tokens=60, now=now, holdout=0)
 >>> [(p.name, p.max_tokens, p.types) for p in plan.pools]
-[('task', 20, ('task',)), ('skill', 40, ('skill',))]
+[('task', 30, ('task',)), ('skill', 20, ('skill',))]
 >>> plan.lowest, plan.reached
 (1.0, True)
 >>> report = coverage(store, plan.pools, queries, now=now)
