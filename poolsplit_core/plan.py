@@ -1004,24 +1004,24 @@ def format_coverage(report: CoverageReport) -> str:
     n = report.queries
     m = report.depth
     lines = [f"Coverage over {plural(n, 'query', 'queries')} (95% Wilson intervals)", ""]
+    deep = [f"top {m}"] if m > 1 else []
     rows: list[tuple[str, ...]] = [(
-        "type", "entries", "loaded at all", "best entry", f"top {m}",
+        "type", "entries", "loaded at all", "best entry", *deep,
         "best missed: tokens (short)", "cap", "no pool", "crowded: tokens", "cap")]
     for t in report.types.values():
         if t.best is None:
-            rows.append((t.type, f"0 (+{t.always} always)", "-", "-", "-", "-", "-", "-",
-                         "-", "-"))
+            rows.append((t.type, f"0 (+{t.always} always)", *["-"] * (8 + len(deep))))
             continue
         tokens = str(t.missed.get("over_tokens", 0))
         if t.tokens_short is not None:
             tokens += f" ({t.tokens_short})"
         rows.append((
             t.type, str(t.entries) + (f" (+{t.always} always)" if t.always else ""),
-            _pct(t.any), _pct(t.best), _pct(t.depth), tokens,
+            _pct(t.any), _pct(t.best), *([_pct(t.depth)] if deep else []), tokens,
             str(t.missed.get("over_entries", 0)), str(t.missed.get("no_pool", 0)),
             str(t.crowded_tokens), str(t.crowded_cap),
         ))
-    lines += ["  " + row for row in table(rows, right={5, 6, 7, 8, 9})]
+    lines += ["  " + row for row in table(rows, right={k + len(deep) for k in (4, 5, 6, 7, 8)})]
     lines += ["", "Pools (contextual tokens per query)", ""]
     rows = [("pool", "max tokens", "used p50", "p95", "utilisation", "entries p50/max")]
     for p in report.pools.values():
