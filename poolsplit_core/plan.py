@@ -69,6 +69,7 @@ __all__ = [
     "Rate",
     "TypeCoverage",
     "TypePlan",
+    "best_entry_coverage",
     "coverage",
     "format_coverage",
     "format_plan",
@@ -579,6 +580,39 @@ def coverage(
     return _measure(sample, checked_pools, range(len(listed)))
 
 
+def best_entry_coverage(
+    store: Any,
+    pools: Sequence[Pool],
+    queries: Iterable[Mapping[str, Any] | None],
+    *,
+    now: datetime | None = None,
+    depth: int = 1,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+    is_active: ActivityTest = default_is_active,
+) -> dict[str, Rate]:
+    """Per type with contextual entries, on how many queries its best entry loaded.
+
+    >>> store = [{"id": "t", "type": "task", "token_count": 30}, {"id": "s", "type": "skill"}]
+    >>> got = best_entry_coverage(store, [Pool("all", 20, 5)], [None, None])
+    >>> {kind: str(rate) for kind, rate in got.items()}
+    {'task': '0/2', 'skill': '2/2'}
+
+    With ``depth`` m: on how many its top m entries all loaded. The same
+    numbers as :func:`coverage`'s ``best`` (or ``depth``), without its
+    per-entry account, so much faster on a large store: what loaded is read
+    through the prepared store's walk, not explained entry by entry.
+    """
+    checked = list(pools)
+    for i, pool in enumerate(checked):
+        if not isinstance(pool, Pool):
+            raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
+    listed = _check_queries(queries)
+    sample = _Sample(store, listed, _check_depth(depth), now, scorer, token_counter,
+                     is_active)
+    return _rates(sample, checked, range(len(listed)))
+
+
 def _measure(sample: _Sample, pools: list[Pool], chosen: Iterable[int]) -> CoverageReport:
     types = sample.types
     picked = list(chosen)
@@ -593,7 +627,10 @@ def _measure(sample: _Sample, pools: list[Pool], chosen: Iterable[int]) -> Cover
     for q in picked:
         got = sample.prepared.explain_pools(pools, sample.queries[q], scorer=sample.scorer,
                                             now=sample.now)
-        by_entry = {id(d.entry): d for d in got.decisions}
+        by_entry: dict[int, Decision] = {}
+        for d in got.decisions:  # an object listed twice counts as loaded if either loaded
+            if id(d.entry) not in by_entry or d.loaded:
+                by_entry[id(d.entry)] = d
         for name, ledger in got.ledgers.items():
             used[name].append(ledger.tokens_used)
             taken[name].append(ledger.selected)

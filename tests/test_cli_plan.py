@@ -141,3 +141,21 @@ def test_an_unwritable_out_path_is_a_clear_error(capsys, tmp_path):
     status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--now", NOW,
                            "--out", str(tmp_path / "no" / "such" / "dir.json"))
     assert status == 2 and out == "" and "cannot write" in err
+
+
+def test_the_demo_compares_the_hand_made_split_with_the_planned_one(capsys):
+    from tests.core.test_plan import loaded_hits
+
+    status, out, _ = run(capsys, "demo", "--json")
+    assert status == 0
+    data = json.loads(out)["plan"]
+    store = load_sample_store()
+    planned = plan_pools(store, DEMO_QUERIES, 1400, now=DEMO_NOW).pools
+    for kind, counts in data["best_entry"].items():
+        assert counts["hand"] == loaded_hits(store, SPLIT_POOLS, DEMO_QUERIES, kind, 1, DEMO_NOW)
+        assert counts["planned"] == loaded_hits(store, planned, DEMO_QUERIES, kind, 1, DEMO_NOW)
+    assert min(c["planned"] for c in data["best_entry"].values()) > min(
+        c["hand"] for c in data["best_entry"].values())
+    status, text, _ = run(capsys, "demo")
+    pref = data["best_entry"]["preference"]
+    assert f"preference {pref['hand']}→{pref['planned']}" in text

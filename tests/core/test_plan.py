@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from poolsplit_core.demo import DEMO_NOW, DEMO_QUERIES, SPLIT_POOLS, TOTAL_TOKENS, load_sample_store
 from poolsplit_core.plan import (
     Rate,
+    best_entry_coverage,
     coverage,
     load_pools,
     plan_pools,
@@ -120,6 +121,17 @@ def test_coverage_of_one_type_pools_equals_retrieve_pools(store, queries, now, l
         assert t.best.hits == loaded_hits(store, pools, queries, kind, 1, now)
         assert t.depth.hits == loaded_hits(store, pools, queries, kind, depth, now)
         assert t.best.hits + sum(t.missed.values()) == len(queries)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stores(max_size=40), st.lists(contexts, min_size=1, max_size=4), nows,
+       st.lists(st.sampled_from((*SPLIT_POOLS[1:], Pool("any", 30, 3))), min_size=1,
+                max_size=3, unique_by=lambda p: p.name), st.integers(1, 3))
+def test_the_fast_rates_equal_the_full_report(store, queries, now, pools, depth):
+    fast = best_entry_coverage(store, pools, queries, now=now, depth=depth)
+    full = coverage(store, pools, queries, now=now, depth=depth)
+    assert fast == {kind: (t.depth if depth > 1 else t.best)
+                    for kind, t in full.types.items() if t.best is not None}
 
 
 def test_coverage_of_grouped_pools_equals_retrieve_pools_on_a_seeded_store():
