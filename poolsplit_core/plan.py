@@ -772,8 +772,8 @@ def plan_pools(
     aside. Each type's demand per query is what its top ``m`` entries cost;
     sorted, these give its coverage at any budget. Max-min fairness: the
     largest coverage ``k/n`` that every type can reach together within the
-    budget; then the slack is spent one query at a time where it is cheapest
-    (the most coverage per token); what no planning query needs goes, as a
+    budget; then the slack is spent step by step where it buys the most
+    coverage per token; what no planning query needs goes, as a
     margin for unseen queries, to the type with the smallest share of its
     entries that fit its budget, until every entry fits (the rest is left
     unspent). Each pool holds
@@ -849,6 +849,14 @@ def plan_pools(
             f" coverage is {min(shares):.2f}; the smallest total budget that reaches it is"
             f" {tokens_for_target} tokens"
         )
+    for kind, t in per_type.items():
+        if t.held_out is not None and t.held_out.share < target:
+            over = sorted(d for d in (sample.demand(kind, q, depth) for q in held)
+                          if d > t.max_tokens)
+            why = (f"on {len(over)} of {len(held)} held-out queries its top entries need"
+                   f" {', '.join(map(str, over))} tokens, over its {t.max_tokens}" if over
+                   else f"its cap of {plural(t.max_entries, 'entry', 'entries')} is too small")
+            notes.append(f"{kind}: held out {t.held_out.share:.2f} < target {target:g}: {why}")
     held_shares = [t.held_out.share for t in per_type.values() if t.held_out is not None]
     return Plan(
         total_tokens=total_tokens, total_entries=total_entries, target=float(target),
@@ -893,8 +901,9 @@ def _allocate(demands: Mapping[str, Sequence[int]], available: int,
 
     invariants: 1) the budgets add up to at most ``available``; 2) every type
     reaches the fair level ``k`` (the largest every type can reach together);
-    3) a step of slack buys one more query for the type whose next query is
-    cheapest (ties: the type listed first); 4) with ``prior`` (each type's
+    3) each step of slack raises one type's budget to the demand of one of
+    its uncovered queries, the step that covers the most queries per token
+    (ties: the smaller step, then the type listed first); 4) with ``prior`` (each type's
     entry costs, sorted), what is left after that is a margin (:func:`_margin`).
     """
     kinds = list(demands)
@@ -912,12 +921,19 @@ def _allocate(demands: Mapping[str, Sequence[int]], available: int,
     levels = {kind: _covered(demands[kind], budgets[kind]) for kind in kinds}
     left = available - sum(budgets.values())
     while True:
-        steps = [(demands[kind][levels[kind]] - budgets[kind], i, kind)
-                 for i, kind in enumerate(kinds) if levels[kind] < n]
-        steps = [s for s in steps if s[0] <= left]
-        if not steps:
+        best: tuple[float, int, int, str] | None = None  # (-gain per token, step, order, type)
+        for i, kind in enumerate(kinds):
+            for j in range(levels[kind], n):  # raise the budget to cover query j too
+                step = demands[kind][j] - budgets[kind]
+                if step > left:
+                    break
+                gain = _covered(demands[kind], demands[kind][j]) - levels[kind]
+                option = (-gain / step, step, i, kind)
+                if best is None or option < best:
+                    best = option
+        if best is None:
             break
-        step, _, kind = min(steps)
+        _, step, _, kind = best
         budgets[kind] += step
         left -= step
         levels[kind] = _covered(demands[kind], budgets[kind])
