@@ -1,12 +1,17 @@
 r"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own store.
 
 Standard library only (``argparse``, ``json``); the engine is
-:mod:`poolsplit_core.poolsplit`. Three commands::
+:mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`. Five commands::
 
     poolsplit demo [--json]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
                        [--message TEXT] [--project P] [--tag T ...] [--now ISO] [--json]
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json]
+    poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
+                       [--depth M] [--now ISO] [--json]
+    poolsplit plan     STORE --tokens N [--queries QUERIES.jsonl] [--target 0.9] [--entries N]
+                       [--depth M] [--holdout 0.25] [--merge] [--out POOLS.json]
+                       [--now ISO] [--json]
 
 ``demo`` runs :mod:`poolsplit_core.demo` on the sample store shipped with the
 package: per entry type, on how many of its queries the type loaded at all
@@ -18,6 +23,16 @@ the naive method poolsplit replaces -- one scorer, one budget, no always tier
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
 entries (id, type, score, cost, always) in load order; ``explain`` prints each
 pool's ledger, then why each entry (or only ``--id ID``) was or was not loaded.
+
+``coverage`` runs the pools on a query sample and prints, per type, the
+share of queries on which it loaded at all and on which its best-ranked
+entry loaded (95% Wilson intervals), why the best entry missed, and per pool
+the tokens used. ``plan`` chooses one pool per type from a total budget
+(:func:`~poolsplit_core.plan.plan_pools`), prints the plan, its predicted and
+held-out coverage and the budget curve, and with ``--out`` writes the pools
+as the JSON ``--pools`` reads. ``--queries`` is JSON Lines (or a JSON list)
+of ``{"message", "project", "tags"}`` objects; without it, 40 queries are
+drawn from the store (:func:`~poolsplit_core.plan.sample_queries`).
 
 Inputs:
 
