@@ -829,8 +829,10 @@ def plan_pools(
     merged = False
     if merge and reached:
         pools, merged = _merge(sample, pools, planning, need)
-        if merged:
-            notes.append("grouped pools: every type still reaches the target when they run")
+        notes.append("grouped pools: every type still reaches the target when they run"
+                     if merged else "no grouping of pools keeps every type at the target")
+    elif merge:
+        notes.append("no grouping tried: one pool per type does not reach the target")
     held_rates = _rates(sample, pools, held) if held else None
     pool_of = {kind: next(p.name for p in pools if p.types is not None and kind in p.types)
                for kind in kinds}
@@ -986,14 +988,10 @@ def _caps(budgets: Mapping[str, int], median_cost: Mapping[str, float], depth: i
     return caps
 
 
-def _pool_name(kind: str) -> str:
-    return kind
-
-
 def _pools_for(all_types: Sequence[str], kinds: Sequence[str], budgets: Mapping[str, int],
                caps: Mapping[str, int]) -> list[Pool]:
     """One pool per type; a type with only always-scope entries gets a 0/0 pool to load them."""
-    return [Pool(_pool_name(kind), budgets.get(kind, 0), caps.get(kind, 0), (kind,))
+    return [Pool(kind, budgets.get(kind, 0), caps.get(kind, 0), (kind,))
             for kind in all_types]
 
 

@@ -224,11 +224,22 @@ def test_the_held_out_queries_are_a_deterministic_disjoint_share():
 def test_merge_keeps_only_groupings_under_which_every_type_reaches_the_target():
     store, queries = seeded_store(3), seeded_queries(4, 16)
     plan = plan_pools(store, queries, 2000, now=NOW, holdout=0, merge=True)
-    assert plan.reached
+    assert plan.reached and plan.merged
+    assert any(len(pool.types) > 1 for pool in plan.pools)
+    assert "grouped pools" in plan.notes[0]
     for kind in plan.types:
         hits = loaded_hits(store, plan.pools, queries, kind, 1, NOW)
         assert hits >= 0.9 * len(queries), kind
     assert sum(p.max_tokens for p in plan.pools) + plan.always_tokens <= 2000
+
+
+def test_merge_is_not_tried_when_one_pool_per_type_misses_the_target():
+    store, queries = seeded_store(3), seeded_queries(4, 16)
+    always = plan_pools(store, queries, 10**6, now=NOW, holdout=0).always_tokens
+    plan = plan_pools(store, queries, always + 5, now=NOW, holdout=0, merge=True)
+    assert not plan.reached and not plan.merged
+    assert all(pool.types is not None and len(pool.types) == 1 for pool in plan.pools)
+    assert "no grouping tried" in plan.notes[0]
 
 
 def test_the_always_tier_is_loaded_by_the_plan_and_set_aside_from_the_budget():
