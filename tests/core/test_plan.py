@@ -208,6 +208,28 @@ def test_max_min_fairness_covers_every_type_before_any_type_fully():
     assert {k: t.max_tokens for k, t in plan.types.items()} == {"a": 10, "b": 30}
     assert (plan.lowest, plan.mean) == (0.5, 0.75)
     assert not plan.reached and plan.tokens_for_target == 50
+    # Budgets that are met exactly are enough: 40 for the fair level, 50 for everything.
+    exact = plan_pools(store, queries, 40, now=NOW, holdout=0)
+    assert {k: t.max_tokens for k, t in exact.types.items()} == {"a": 10, "b": 30}
+    full = plan_pools(store, queries, 50, now=NOW, holdout=0)
+    assert {k: t.max_tokens for k, t in full.types.items()} == {"a": 20, "b": 30}
+    assert full.reached and full.lowest == 1.0
+
+
+def test_slack_that_exactly_pays_for_a_step_is_spent_on_it():
+    # Fair level: a 10, b 30, c 5 (45 tokens). The 10 left pay exactly for a's second
+    # query; c's cheap never-best entries must not get them first as a margin.
+    store = [{"id": "a1", "type": "a", "token_count": 10, "content": "alpha"},
+             {"id": "a2", "type": "a", "token_count": 20, "content": "beta"},
+             {"id": "b1", "type": "b", "token_count": 30, "content": "gamma"},
+             {"id": "c1", "type": "c", "token_count": 5, "content": "alpha"},
+             {"id": "c2", "type": "c", "token_count": 100, "content": "beta"},
+             {"id": "c3", "type": "c", "token_count": 8, "base_priority": 1},
+             {"id": "c4", "type": "c", "token_count": 9, "base_priority": 1}]
+    queries = [{"message": "alpha"}, {"message": "beta"}]
+    plan = plan_pools(store, queries, 55, now=NOW, holdout=0)
+    assert {k: t.max_tokens for k, t in plan.types.items()} == {"a": 20, "b": 30, "c": 5}
+    assert {k: t.predicted.hits for k, t in plan.types.items()} == {"a": 2, "b": 2, "c": 1}
 
 
 def test_the_held_out_queries_are_a_deterministic_disjoint_share():
