@@ -796,6 +796,9 @@ def plan_pools(
     listed = _check_queries(queries)
     planning, held = _split(len(listed), float(holdout))
     sample = _Sample(store, listed, depth, now, scorer, token_counter, is_active)
+    for kind in sample.types:
+        if not isinstance(kind, str):
+            raise TypeError(f"entry types must be str to get a pool, got the type {kind!r}")
     kinds = [kind for kind in sample.types if sample.contextual[kind] > 0]
     if not kinds:
         raise ValueError("the store has no active contextual entry (only always-scope or"
