@@ -485,10 +485,14 @@ class _Sample:
         self.types: list[str] = []  # every active type, in store order
         self.contextual: dict[str, int] = {}
         self.always: dict[str, int] = {}
-        for entry in entries:
+        for i, entry in enumerate(entries):
             if not active(entry):
                 continue
             kind = entry.get("type", "note")
+            if not isinstance(kind, str):
+                who = f"id={entry['id']!r}" if entry.get("id") is not None else f"at index {i}"
+                raise TypeError(f"entry {who}: types must be str to get a pool, got the type"
+                                f" {kind!r}")
             if kind not in self.contextual:
                 self.types.append(kind)
                 self.contextual[kind] = self.always[kind] = 0
@@ -796,9 +800,6 @@ def plan_pools(
     listed = _check_queries(queries)
     planning, held = _split(len(listed), float(holdout))
     sample = _Sample(store, listed, depth, now, scorer, token_counter, is_active)
-    for kind in sample.types:
-        if not isinstance(kind, str):
-            raise TypeError(f"entry types must be str to get a pool, got the type {kind!r}")
     kinds = [kind for kind in sample.types if sample.contextual[kind] > 0]
     if not kinds:
         raise ValueError("the store has no active contextual entry (only always-scope or"
