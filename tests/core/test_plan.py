@@ -390,7 +390,8 @@ STORE = [{"id": "t", "type": "task", "content": "deploy"},
     ({"queries": {"message": "deploy"}}, "queries must be a sequence of contexts"),
     ({"store": [{"id": "fix", "scope": "always"}]}, "no active contextual entry"),
     ({"store": [{"id": "t", "base_priority": "high"}]}, "entry id='t': base_priority"),
-    ({"store": [{"id": "t", "type": 7}]}, "entry id='t': types must be str to get a pool, got the type 7"),
+    ({"store": [{"id": "t", "type": 7}]},
+     "entry id='t': types must be str to get a pool, got the type 7"),
 ])
 def test_bad_plan_arguments_get_clear_errors(kwargs, message):
     args = {"store": STORE, "queries": [{"message": "deploy"}], "total_tokens": 500, **kwargs}
