@@ -1,12 +1,17 @@
 r"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own store.
 
 Standard library only (``argparse``, ``json``); the engine is
-:mod:`poolsplit_core.poolsplit`. Three commands::
+:mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`. Five commands::
 
     poolsplit demo [--json]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
                        [--message TEXT] [--project P] [--tag T ...] [--now ISO] [--json]
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json]
+    poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
+                       [--depth M] [--now ISO] [--json]
+    poolsplit plan     STORE --tokens N [--queries QUERIES.jsonl] [--target 0.9] [--entries N]
+                       [--depth M] [--holdout 0.25] [--merge] [--out POOLS.json]
+                       [--now ISO] [--json]
 
 ``demo`` runs :mod:`poolsplit_core.demo` on the sample store shipped with the
 package: per entry type, on how many of its queries the type loaded at all
@@ -18,6 +23,16 @@ the naive method poolsplit replaces -- one scorer, one budget, no always tier
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
 entries (id, type, score, cost, always) in load order; ``explain`` prints each
 pool's ledger, then why each entry (or only ``--id ID``) was or was not loaded.
+
+``coverage`` runs the pools on a query sample and prints, per type, the
+share of queries on which it loaded at all and on which its best-ranked
+entry loaded (95% Wilson intervals), why the best entry missed, and per pool
+the tokens used. ``plan`` chooses one pool per type from a total budget
+(:func:`~poolsplit_core.plan.plan_pools`), prints the plan, its predicted and
+held-out coverage and the budget curve, and with ``--out`` writes the pools
+as the JSON ``--pools`` reads. ``--queries`` is JSON Lines (or a JSON list)
+of ``{"message", "project", "tags"}`` objects; without it, 40 queries are
+drawn from the store (:func:`~poolsplit_core.plan.sample_queries`).
 
 Inputs:
 
@@ -64,13 +79,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
-from poolsplit_core._plain import ENTRY_KEYS, pool_from_data
+from poolsplit_core._plain import ENTRY_KEYS
 from poolsplit_core._text import escape, escape_json, plural, shorten, table
 from poolsplit_core.demo import format_report, run_demo
+from poolsplit_core.plan import (
+    coverage,
+    format_coverage,
+    format_plan,
+    plan_pools,
+    pools_from_json,
+    pools_to_json,
+    sample_queries,
+)
 from poolsplit_core.poolsplit import Decision, Explanation, Ledger, Pool, __version__, explain_pools
 
 __all__ = [
-    "UsageError", "load_store", "main", "parse_now", "parse_pool_spec", "read_pools_file", "reason",
+    "UsageError", "load_queries", "load_store", "main", "parse_now", "parse_pool_spec",
+    "read_pools_file", "reason",
 ]
 
 
@@ -219,20 +244,10 @@ def read_pools_file(path: str) -> list[Pool]:
             describes an invalid pool.
     """
     text = _read_text(path, "pools")
-    name = _display_name(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _invalid_json(name, exc) from None
-    if not isinstance(data, list) or not data:
-        raise UsageError(f"{name}: expected a non-empty JSON list of pool objects")
-    pools = []
-    for i, item in enumerate(data):
-        try:
-            pools.append(pool_from_data(item, f"{name}: pool {i}"))
-        except (TypeError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-    return pools
+        return pools_from_json(text, _display_name(path))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_now(text: str) -> datetime:
@@ -466,6 +481,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_request_options(explain)
     explain.add_argument("--id", help="explain only the entry with this id")
     explain.set_defaults(handler=_cmd_explain)
+    _add_planning_commands(commands)
     return parser
 
 
@@ -646,6 +662,192 @@ def _display_name(path: str) -> str:
 def _short(value: Any, columns: int) -> str:
     text = "" if value is None else " ".join(str(value).split())
     return shorten(escape(text), columns)
+
+
+# --------------------------------------------------------------------------
+# Planning: coverage and plan
+# --------------------------------------------------------------------------
+
+#: How many queries ``coverage`` and ``plan`` draw from the store without ``--queries``.
+DEFAULT_SAMPLE = 40
+_QUERY_KEYS = ("message", "project", "tags")
+
+
+def load_queries(path: str) -> list[dict[str, Any]]:
+    """Read query contexts: JSON Lines (one object a line) or a JSON list of objects.
+
+    Each object may hold ``message`` (a string), ``project`` (a string or
+    null) and ``tags`` (a list of strings); nothing else, so that a
+    misspelt key is an error rather than a silently empty message.
+
+    Raises:
+        UsageError: naming the line (or list index) and what is wrong.
+    """
+    text = _read_text(path, "queries")
+    name = _display_name(path)
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _invalid_json(name, exc) from None
+        items = [(f"{name}: query {i}", item) for i, item in enumerate(data)]
+    else:
+        items = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append((f"{name} line {lineno}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise UsageError(
+                    f"{name} line {lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
+                ) from None
+    if not items:
+        raise UsageError(f"{name}: no queries (expected one JSON object a line)")
+    return [_query(where, item) for where, item in items]
+
+
+def _query(where: str, item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise UsageError(f"{where}: a query must be a JSON object, got {_json_type(item)}")
+    unknown = sorted(str(key) for key in item if key not in _QUERY_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)};"
+                         f" a query has {', '.join(_QUERY_KEYS)}")
+    message, project, tags = item.get("message", ""), item.get("project"), item.get("tags", [])
+    if not isinstance(message, str):
+        raise UsageError(f"{where}: message must be a string, got {_json_type(message)}")
+    if project is not None and not isinstance(project, str):
+        raise UsageError(f"{where}: project must be a string or null, got {_json_type(project)}")
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise UsageError(f"{where}: tags must be a list of strings, got {tags!r}")
+    return {"message": message, "project": project, "tags": tags}
+
+
+def _planning_input(args: argparse.Namespace) -> tuple[list[dict[str, Any]],
+                                                      list[dict[str, Any]], str]:
+    """The store, the queries (``--queries`` or drawn from the store) and where they came from."""
+    if args.store == "-" and "-" in (args.queries, getattr(args, "pools", None)):
+        raise UsageError("only one input can be '-' (standard input)")
+    store = load_store(args.store)
+    if args.queries is not None:
+        return store, load_queries(args.queries), _display_name(args.queries)
+    queries = sample_queries(store, DEFAULT_SAMPLE)
+    if not queries:
+        raise UsageError(f"{_display_name(args.store)}: no active contextual entry to draw"
+                         " queries from; give --queries")
+    return store, queries, f"{len(queries)} queries drawn from the store"
+
+
+def _cmd_coverage(args: argparse.Namespace) -> str:
+    store, queries, source = _planning_input(args)
+    pools = ([parse_pool_spec(spec) for spec in args.pool] if args.pool
+             else read_pools_file(args.pools))
+    now = None if args.now is None else parse_now(args.now)
+    try:
+        report = coverage(store, pools, queries, now=now, depth=args.depth)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{_display_name(args.store)}: {exc}") from None
+    if args.json:
+        return _dump({"queries_from": source, **report.to_dict()})
+    return f"queries: {source}\n" + format_coverage(report)
+
+
+def _cmd_plan(args: argparse.Namespace) -> str:
+    store, queries, source = _planning_input(args)
+    now = None if args.now is None else parse_now(args.now)
+    try:
+        plan = plan_pools(store, queries, args.tokens, total_entries=args.entries,
+                          target=args.target, depth=args.depth, now=now,
+                          holdout=args.holdout, merge=args.merge)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{_display_name(args.store)}: {exc}") from None
+    wrote = ""
+    if args.out is not None:
+        try:
+            Path(args.out).write_text(pools_to_json(plan.pools), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
+        wrote = f"\nwrote {plural(len(plan.pools), 'pool')} to {args.out}" \
+                f" (poolsplit retrieve --pools {args.out})\n"
+    if args.json:
+        return _dump({"queries_from": source, **plan.to_dict()})
+    return f"queries: {source}\n" + format_plan(plan) + wrote
+
+
+def _fraction(what: str, low_open: bool) -> Any:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+        if not (0 < value <= 1 if low_open else 0 <= value < 1):
+            span = "(0, 1]" if low_open else "[0, 1)"
+            raise argparse.ArgumentTypeError(f"{what} must be in {span}, got {text!r}")
+        return value
+    return parse
+
+
+def _positive(what: str) -> Any:
+    def parse(text: str) -> int:
+        value = text.strip()
+        if not value.isdigit() or not value.isascii() or int(value) < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be a positive integer, got {text!r}")
+        return int(value)
+    return parse
+
+
+def _add_planning_commands(commands: Any) -> None:
+    sample = (f"without --queries, {DEFAULT_SAMPLE} queries are drawn from the store: each an"
+              " entry's first 12 words with its project and tags, round-robin over the types")
+    cover = commands.add_parser(
+        "coverage", help="per type: how often it loads, and its best entry, under given pools",
+        description="Run the pools on a query sample and print, per type, the share of"
+        " queries on which it loaded at all, on which its best-ranked entry loaded, why"
+        f" not, and per pool the tokens used; {sample}.",
+    )
+    cover.add_argument("store", metavar="STORE", help="the store (as for retrieve)")
+    source = cover.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pool", action="append", metavar="NAME:MAX_TOKENS:MAX_ENTRIES[:TYPES]",
+                        help="a pool, repeatable, in fill order")
+    source.add_argument("--pools", metavar="FILE.json",
+                        help="a JSON list of {name, max_tokens, max_entries, types}")
+    _add_sample_options(cover)
+    cover.set_defaults(handler=_cmd_coverage)
+
+    plan = commands.add_parser(
+        "plan", help="choose one pool per type from a total token budget",
+        description="Plan pools so every type's best entries load on as many queries as the"
+        f" budget allows (max-min fair), checked on held-out queries; {sample}.",
+    )
+    plan.add_argument("store", metavar="STORE", help="the store (as for retrieve)")
+    plan.add_argument("--tokens", type=_positive("--tokens"), required=True, metavar="N",
+                      help="the total budget, always tier included")
+    plan.add_argument("--entries", type=_positive("--entries"), metavar="N",
+                      help="a cap on the entries all pools hold together")
+    plan.add_argument("--target", type=_fraction("--target", True), default=0.9,
+                      help="the coverage every type should reach (default 0.9)")
+    plan.add_argument("--holdout", type=_fraction("--holdout", False), default=0.25,
+                      help="share of queries kept aside to check the plan (default 0.25)")
+    plan.add_argument("--merge", action="store_true",
+                      help="group types into shared pools where every type still reaches"
+                      " the target")
+    plan.add_argument("--out", metavar="POOLS.json",
+                      help="write the pools here, for retrieve --pools and the adapters")
+    _add_sample_options(plan)
+    plan.set_defaults(handler=_cmd_plan)
+
+
+def _add_sample_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queries", metavar="QUERIES.jsonl",
+                        help="query contexts, one JSON object a line: message, project, tags")
+    parser.add_argument("--depth", type=_positive("--depth"), default=1, metavar="M",
+                        help="coverage of a type's top M entries (default 1: its best entry)")
+    parser.add_argument("--now", metavar="ISO",
+                        help="the time to score recency at (default: now), e.g. 2026-11-01")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
 if __name__ == "__main__":

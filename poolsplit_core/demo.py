@@ -36,6 +36,7 @@ from typing import Any
 
 from poolsplit_core._plain import pool_to_data
 from poolsplit_core._text import plural, shorten, table
+from poolsplit_core.plan import best_entry_coverage, plan_pools
 from poolsplit_core.poolsplit import Pool, PreparedStore
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "fresh_entries",
     "load_sample_store",
     "loaded",
+    "plan_comparison",
     "run_demo",
     "scope_blind",
     "type_load_counts",
@@ -274,6 +276,7 @@ def run_demo(burst: int = BURST_SIZE) -> dict[str, Any]:
                 type_load_counts(store, "split").values(),
             )
         },
+        "plan": plan_comparison(store),
         "burst": {
             "fresh_entries": burst,
             "corrections": [
@@ -290,6 +293,42 @@ def run_demo(burst: int = BURST_SIZE) -> dict[str, Any]:
             ],
         },
     }
+
+
+def plan_comparison(store: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The hand-made :data:`SPLIT_POOLS` against :func:`~poolsplit_core.plan.plan_pools`' pools.
+
+    The planner gets :data:`TOTAL_TOKENS` with the always tier *inside* it
+    (the hand-made split loads its corrections on top), plans on three
+    quarters of :data:`DEMO_QUERIES` and keeps every fourth aside. Both are
+    then measured on all the queries: per type, on how many its best-ranked
+    entry for the query loaded.
+    """
+    plan = plan_pools(store, DEMO_QUERIES, TOTAL_TOKENS, now=DEMO_NOW)
+    hand = best_entry_coverage(store, SPLIT_POOLS, DEMO_QUERIES, now=DEMO_NOW)
+    planned = best_entry_coverage(store, plan.pools, DEMO_QUERIES, now=DEMO_NOW)
+    return {
+        "total_tokens": TOTAL_TOKENS,
+        "always_tokens": plan.always_tokens,
+        "planning_queries": plan.planning_queries,
+        "held_out_queries": plan.held_out_queries,
+        "planned_pools": [pool_to_data(pool) for pool in plan.pools],
+        "best_entry": {kind: {"hand": hand[kind].hits, "planned": planned[kind].hits}
+                       for kind in hand},
+    }
+
+
+def format_plan_comparison(data: Mapping[str, Any], n: int) -> list[str]:
+    """The demo's lines comparing the hand-made split with the planned one."""
+    best = data["best_entry"]
+    return [
+        "",
+        f"Best entry loaded (of {n}): hand-made split → plan_pools (same"
+        f" {data['total_tokens']} tokens, always tier inside;",
+        f"  planned on {data['planning_queries']} of the queries,"
+        f" {data['held_out_queries']} held out)",
+        "  " + ", ".join(f"{kind} {c['hand']}→{c['planned']}" for kind, c in best.items()),
+    ]
 
 
 def format_report(report: Mapping[str, Any]) -> str:
@@ -322,6 +361,8 @@ def format_report(report: Mapping[str, Any]) -> str:
         rows.append((kind, f"{counts['single']}/{n}", "→", f"{counts['split']}/{n}"))
     lines += ["  " + line for line in table(rows)]
 
+    if "plan" in report:
+        lines += format_plan_comparison(report["plan"], n)
     burst = report["burst"]
     lines += [
         "",

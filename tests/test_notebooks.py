@@ -26,6 +26,8 @@ EXPECTED = {
     "01_": {"plots": 2, "texts": ["single budget", "growth", "fresh entries"]},
     "02_": {"plots": 0, "texts": ["Never force-push to main"]},
     "03_": {"plots": 0, "texts": ["Never force-push to main"]},
+    "07_": {"plots": 3, "texts": ["Plan for 1400 tokens", "Coverage over 32 queries", "knee:",
+                                  "starved cells: hand-made"]},
 }
 
 

@@ -1,0 +1,161 @@
+"""poolsplit coverage and poolsplit plan: their tables, the pools.json they write, bad input."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from poolsplit_core.cli import DEFAULT_SAMPLE, main, read_pools_file
+from poolsplit_core.demo import DEMO_NOW, DEMO_QUERIES, SPLIT_POOLS, load_sample_store
+from poolsplit_core.plan import coverage, plan_pools, pools_to_json, sample_queries
+
+STORE = str(resources.files("poolsplit_core") / "data" / "sample_store.jsonl")
+NOW = "2026-11-01"
+
+
+@pytest.fixture
+def queries_file(tmp_path):
+    path = tmp_path / "queries.jsonl"
+    path.write_text("".join(json.dumps(dict(q)) + "\n" for q in DEMO_QUERIES))
+    return str(path)
+
+
+@pytest.fixture
+def pools_file(tmp_path):
+    path = tmp_path / "split.json"
+    path.write_text(pools_to_json(SPLIT_POOLS))
+    return str(path)
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_coverage_prints_the_per_type_table_coverage_computes(capsys, queries_file, pools_file):
+    status, out, err = run(capsys, "coverage", STORE, "--pools", pools_file,
+                           "--queries", queries_file, "--now", NOW)
+    assert status == 0 and err == ""
+    report = coverage(load_sample_store(), SPLIT_POOLS, DEMO_QUERIES, now=DEMO_NOW)
+    types_table = out.split("Pools (")[0]
+    rows = {line.split()[0]: line for line in types_table.splitlines() if line.startswith("  ")}
+    for kind, t in report.types.items():
+        if t.best is not None:
+            assert f"{t.best.hits}/32 ({t.best.low:.2f}-{t.best.high:.2f})" in rows[kind]
+    assert "preference" in rows and "26/32" in rows["preference"]
+    assert f"lowest {report.lowest:.2f}, mean {report.mean:.2f}" in out
+
+
+def test_coverage_json_is_the_report_data(capsys, queries_file):
+    status, out, _ = run(capsys, "coverage", STORE, "--pool", "all:1400:14",
+                         "--queries", queries_file, "--now", NOW, "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert data["queries"] == 32 and data["types"]["growth"]["best"]["hits"] < 32
+
+
+def test_plan_writes_pools_that_retrieve_reads(capsys, tmp_path, queries_file):
+    out_path = tmp_path / "pools.json"
+    status, out, err = run(capsys, "plan", STORE, "--queries", queries_file, "--tokens", "1400",
+                           "--now", NOW, "--out", str(out_path))
+    assert status == 0 and err == ""
+    plan = plan_pools(load_sample_store(), DEMO_QUERIES, 1400, now=DEMO_NOW)
+    assert read_pools_file(str(out_path)) == list(plan.pools)
+    assert f"wrote 8 pools to {out_path}" in out
+    for kind, t in plan.types.items():
+        assert any(line.split()[:2] == [kind, f"{t.predicted.share:.2f}"]
+                   for line in out.splitlines() if line.startswith("  "))
+    status, out, _ = run(capsys, "retrieve", STORE, "--pools", str(out_path),
+                         "--message", "deploy", "--now", NOW)
+    assert status == 0 and "pool 'growth'" in out
+
+
+def test_plan_without_queries_draws_the_documented_sample_from_the_store(capsys):
+    status, out, _ = run(capsys, "plan", STORE, "--tokens", "1400", "--now", NOW, "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert data["queries_from"] == f"{DEFAULT_SAMPLE} queries drawn from the store"
+    expected = plan_pools(load_sample_store(), sample_queries(load_sample_store(),
+                                                               DEFAULT_SAMPLE),
+                          1400, now=DEMO_NOW)
+    assert data["pools"] == expected.to_dict()["pools"]
+
+
+def test_plan_says_when_the_target_is_out_of_reach(capsys, queries_file):
+    status, out, _ = run(capsys, "plan", STORE, "--queries", queries_file, "--tokens", "400",
+                         "--target", "0.95", "--now", NOW)
+    assert status == 0
+    plan = plan_pools(load_sample_store(), DEMO_QUERIES, 400, target=0.95, now=DEMO_NOW)
+    assert not plan.reached
+    assert (f"target 0.95 out of reach: with 400 tokens the lowest coverage is"
+            f" {plan.lowest:.2f}; the smallest total budget that reaches it is"
+            f" {plan.tokens_for_target} tokens") in out
+
+
+BAD = {
+    "no tokens": (["plan", STORE], "the following arguments are required: --tokens"),
+    "zero tokens": (["plan", STORE, "--tokens", "0"], "--tokens must be a positive integer"),
+    "target above 1": (["plan", STORE, "--tokens", "900", "--target", "1.2"],
+                       "--target must be in (0, 1], got '1.2'"),
+    "holdout of 1": (["plan", STORE, "--tokens", "900", "--holdout", "1"],
+                     "--holdout must be in [0, 1), got '1'"),
+    "always tier takes all": (["plan", STORE, "--tokens", "150"],
+                              "the always tier needs 185 tokens per query (p95)"),
+    "entry cap too small": (["plan", STORE, "--tokens", "900", "--entries", "3"],
+                            "total_entries=3 cannot give each of the 7 types"),
+    "missing queries file": (["plan", STORE, "--tokens", "900", "--queries", "nope.jsonl"],
+                             "queries file not found: nope.jsonl"),
+    "coverage without pools": (["coverage", STORE], "one of the arguments --pool --pools"),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_bad_input_is_one_line_and_exit_2(case, capsys):
+    argv, message = BAD[case]
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.startswith("poolsplit: error: ") and err.count("\n") == 1
+    assert message in err
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"message": "hi"}\n{"msg": "typo"}\n', "line 2: unknown key(s) msg"),
+    ('{"message": "hi"}\nnot json\n', "line 2: invalid JSON"),
+    ('["a list"]\n', "query 0: a query must be a JSON object, got a string"),
+    ('{"message": 3}\n', "line 1: message must be a string, got a number"),
+    ('{"tags": [1]}\n', "line 1: tags must be a list of strings"),
+    ("\n\n", "no queries"),
+])
+def test_a_bad_queries_file_is_named_by_its_line(text, message, tmp_path, capsys):
+    path = tmp_path / "q.jsonl"
+    path.write_text(text)
+    status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--queries", str(path))
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert f"{path}" in err and message in err
+
+
+def test_an_unwritable_out_path_is_a_clear_error(capsys, tmp_path):
+    status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--now", NOW,
+                           "--out", str(tmp_path / "no" / "such" / "dir.json"))
+    assert status == 2 and out == "" and "cannot write" in err
+
+
+def test_the_demo_compares_the_hand_made_split_with_the_planned_one(capsys):
+    from tests.core.test_plan import loaded_hits
+
+    status, out, _ = run(capsys, "demo", "--json")
+    assert status == 0
+    data = json.loads(out)["plan"]
+    store = load_sample_store()
+    planned = plan_pools(store, DEMO_QUERIES, 1400, now=DEMO_NOW).pools
+    for kind, counts in data["best_entry"].items():
+        assert counts["hand"] == loaded_hits(store, SPLIT_POOLS, DEMO_QUERIES, kind, 1, DEMO_NOW)
+        assert counts["planned"] == loaded_hits(store, planned, DEMO_QUERIES, kind, 1, DEMO_NOW)
+    assert min(c["planned"] for c in data["best_entry"].values()) > min(
+        c["hand"] for c in data["best_entry"].values())
+    status, text, _ = run(capsys, "demo")
+    pref = data["best_entry"]["preference"]
+    assert f"preference {pref['hand']}→{pref['planned']}" in text
