@@ -54,7 +54,8 @@ require("langchain_core", "langgraph")
 import string
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
@@ -167,8 +168,9 @@ class _View:
         entry = item_to_entry(item.namespace, item.key, item.value,
                               created_at=item.created_at, read_from=self.prefix)
         entry_id = entry["id"]
-        if self.stamps.get(entry_id) == item.updated_at and entry_id in self.items:
-            return
+        old = self.items.get(entry_id)
+        if old is not None and old.updated_at == item.updated_at and old.value == item.value:
+            return  # unchanged (a store may stamp two writes in one second alike)
         self.prepared.upsert(entry)
         self.items[entry_id] = item
         self.stamps[entry_id] = item.updated_at
@@ -284,6 +286,31 @@ class PoolSplitStore(BaseStore):
         self.ttl_config = store.ttl_config
         self._views: dict[tuple[str, ...], _View] = {}
         self._lock = threading.RLock()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, *, setup: bool = True,
+                         **options: Any) -> Iterator[PoolSplitStore]:
+        """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
+
+        ``setup`` creates LangGraph's store tables if needed (its own
+        migrations); ``options`` are :class:`PoolSplitStore`'s. A server that
+        cannot be reached raises a ConnectionError naming it (password hidden).
+        Needs ``pip install 'poolsplit[postgres]'``.
+        """
+        postgres = require("langgraph.store.postgres", "postgres")
+        with ExitStack() as stack:
+            try:
+                inner = stack.enter_context(postgres.PostgresStore.from_conn_string(conn_string))
+                if setup:
+                    inner.setup()
+            except Exception as exc:
+                if _is_connection_error(exc):
+                    raise ConnectionError(
+                        f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
+                    ) from exc
+                raise
+            yield cls(inner, **options)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -596,8 +623,11 @@ class PoolSplitStore(BaseStore):
 
     def _check_value(self, namespace: Any, key: Any, value: Any, where: str) -> None:
         """Refuse, before anything is written, a value the index could not hold."""
-        entry = item_to_entry(tuple(namespace), str(key), value,
-                              created_at=datetime.now(timezone.utc))
+        try:
+            entry = item_to_entry(tuple(namespace), str(key), value,
+                                  created_at=datetime.now(timezone.utc))
+        except TypeError as exc:
+            raise TypeError(f"{where}: {exc}") from exc
         try:
             PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
         except (TypeError, ValueError) as exc:
