@@ -187,7 +187,7 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
     for i in range(120):
         wrapped.put(NS, f"m{i}", make_value(rng))
     wrapped.put(("memories", "bo"), "m1", {"content": "another user", "type": "note"})
-    wrapped.put(NS + ("deep",), "m1", {"content": "deeper namespace", "type": "note"})
+    wrapped.put((*NS, "deep"), "m1", {"content": "deeper namespace", "type": "note"})
     next_key = 120
     for step in range(25):
         pools, context = make_pools(rng), make_context(rng)
@@ -218,11 +218,11 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
 def test_a_deeper_namespace_s_equal_key_is_its_own_entry(bare_store):
     wrapped = PoolSplitStore(bare_store)
     wrapped.put(NS, "same", {"content": "top", "type": "note"})
-    wrapped.put(NS + ("deep",), "same", {"content": "below", "type": "note"})
+    wrapped.put((*NS, "deep"), "same", {"content": "below", "type": "note"})
     ids = sorted(map(repr, (e["id"] for e in wrapped.entries(("memories",)))))
     assert ids == sorted(map(repr, [("ana", "same"), ("ana", "deep", "same")]))
     got = wrapped.retrieve_pools(NS, [Pool("all", 100, 5)], {"message": "below"}, now=NOW)
-    assert [(i.namespace, i.key) for i in got["all"]] == [(NS + ("deep",), "same"), (NS, "same")]
+    assert [(i.namespace, i.key) for i in got["all"]] == [((*NS, "deep"), "same"), (NS, "same")]
 
 
 # --------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_bad_arguments_are_refused_by_name(bare_store):
     with pytest.raises(ValueError, match="reconcile_interval must be >="):
         PoolSplitStore(bare_store, refresh_interval=10, reconcile_interval=5)
     wrapped = PoolSplitStore(bare_store)
-    with pytest.raises(ValueError, match="without '.'"):
+    with pytest.raises(ValueError, match=r"without '\.'"):
         wrapped.retrieve_pools(("memories", "a.b"), [Pool("all", 10, 1)])
     with pytest.raises(TypeError, match="tuple of str"):
         wrapped.retrieve_pools("memories", [Pool("all", 10, 1)])  # type: ignore[arg-type]
