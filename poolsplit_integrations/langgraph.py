@@ -150,38 +150,41 @@ class _View:
     """The prepared index of one namespace (prefix), as last read from the store."""
 
     # invariants: 1) ``prepared`` holds one entry per item under ``prefix`` as
-    # last read, its id itemitem_entry_id(namespace, key, prefix); 2) ``items`` and
-    # ``stamps`` map each such id to that Item and its updated_at; 3)
-    # ``watermark`` is the newest updated_at a read of the store returned.
+    # last read, its id item_entry_id(namespace, key, prefix); 2) ``items`` maps
+    # each such id to that Item; 3) ``watermark`` is the newest updated_at a
+    # read of the namespace (cold, poll or reconcile) returned -- never that of
+    # this object's own writes, which would hide another process's write
+    # stamped earlier but not yet polled.
 
     def __init__(self, prefix: tuple[str, ...], prepared: PreparedStore, now: float) -> None:
         self.prefix = prefix
         self.prepared = prepared
         self.items: dict[Any, Item] = {}
-        self.stamps: dict[Any, datetime] = {}
         self.watermark: datetime | None = None
         self.polled = now  # monotonic time of the last poll or full read
         self.reconciled = now  # monotonic time of the last full read
 
-    def apply(self, item: Item) -> None:
-        """Put one item read from the store into the index (upsert in place, or append)."""
+    def apply(self, item: Item, *, polled: bool = True) -> None:
+        """Put one item read from the store into the index (upsert in place, or append).
+
+        ``polled``: the item came from a read of the namespace, so it may move
+        the watermark (an item read back after this object's own write may not).
+        """
         entry = item_to_entry(item.namespace, item.key, item.value,
                               created_at=item.created_at, read_from=self.prefix)
         entry_id = entry["id"]
         old = self.items.get(entry_id)
+        if polled and (self.watermark is None or item.updated_at > self.watermark):
+            self.watermark = item.updated_at
         if old is not None and old.updated_at == item.updated_at and old.value == item.value:
             return  # unchanged (a store may stamp two writes in one second alike)
         self.prepared.upsert(entry)
         self.items[entry_id] = item
-        self.stamps[entry_id] = item.updated_at
-        if self.watermark is None or item.updated_at > self.watermark:
-            self.watermark = item.updated_at
 
     def remove(self, entry_id: Any) -> None:
         if entry_id in self.items:
             self.prepared.delete(entry_id)
             del self.items[entry_id]
-            del self.stamps[entry_id]
 
 
 @dataclass(frozen=True)
@@ -565,7 +568,6 @@ class PoolSplitStore(BaseStore):
                                   created_at=item.created_at, read_from=prefix)
             entries.append(entry)
             view.items[entry["id"]] = item
-            view.stamps[entry["id"]] = item.updated_at
             if view.watermark is None or item.updated_at > view.watermark:
                 view.watermark = item.updated_at
         view.prepared.rebuild(entries)
@@ -669,7 +671,7 @@ class PoolSplitStore(BaseStore):
                     if ns[:len(prefix)] != prefix:
                         continue
                     if isinstance(item, Item):
-                        view.apply(item)
+                        view.apply(item, polled=False)
                     else:
                         view.remove(item_entry_id(ns, key, prefix))
 

@@ -131,3 +131,18 @@ def test_an_unreachable_database_is_a_clear_error_and_nothing_is_indexed(mine, p
         with PoolSplitStore.from_conn_string(
                 "postgresql://poolsplit:secret@/nowhere?host=/nonexistent-socket-dir"):
             pass
+
+
+def test_own_writes_never_hide_another_writer_s_older_stamped_write(mine):
+    store, clock = mine
+    store.put(NS, "a", {"content": "alpha", "type": "note"})
+    conn = store.store.conn
+    conn.execute("UPDATE store SET updated_at = now() - interval '60 seconds'")
+    store.refresh(NS)  # the watermark is now a minute old
+    other = PoolSplitStore(store.store)
+    other.put(NS, "x", {"content": "written by the other process", "type": "note"})
+    # ... committed late: stamped well before the write this process makes next.
+    conn.execute("UPDATE store SET updated_at = now() - interval '30 seconds' WHERE key = 'x'")
+    store.put(NS, "y", {"content": "written here", "type": "note"})
+    clock.now += 5  # refresh_interval
+    assert sorted(e["id"] for e in store.entries(NS)) == ["a", "x", "y"]
