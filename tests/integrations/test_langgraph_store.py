@@ -111,7 +111,7 @@ def test_every_store_call_answers_as_the_bare_store(bare_store):
     assert wrapped.ttl_config == bare_store.ttl_config
     assert wrapped.get(NS, "k1") == bare_store.get(NS, "k1")
     assert wrapped.get(NS, "missing") is None
-    for kwargs in ({}, {"limit": 5}, {"limit": 4, "offset": 3},
+    for kwargs in ({}, {"limit": 5}, {"limit": 4, "offset": 3}, {"query": "deploy", "limit": 5},
                    {"filter": {"type": "task"}}, {"filter": {"scope": "always"}},
                    {"filter": {"base_priority": {"$ne": 5}}, "limit": 50},
                    {"filter": {"n": {"$gte": 6}}, "limit": 50}):
