@@ -331,3 +331,66 @@ def test_bad_arguments_are_refused_by_name(bare_store):
         wrapped.retrieve_pools(("memories", "a.b"), [Pool("all", 10, 1)])
     with pytest.raises(TypeError, match="tuple of str"):
         wrapped.retrieve_pools("memories", [Pool("all", 10, 1)])  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------
+# Property: two writers in any order; what a query may and must see
+# --------------------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KEYS = [f"k{i}" for i in range(8)]
+VALUES = st.fixed_dictionaries(
+    {"content": st.sampled_from(["deploy the api", "release notes", "budget db", "ok"]),
+     "type": st.sampled_from(["note", "task", "correction"])},
+    optional={"scope": st.just("always"), "base_priority": st.sampled_from([3, 5, 8])})
+STEPS = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["mine_put", "other_put"]), st.sampled_from(KEYS), VALUES),
+    st.tuples(st.sampled_from(["mine_delete", "other_delete"]), st.sampled_from(KEYS)),
+    st.tuples(st.just("advance"), st.sampled_from([1, 5, 60])),
+    st.tuples(st.just("query"), st.sampled_from(["deploy", "budget release", ""])),
+), min_size=1, max_size=30)
+
+
+@given(STEPS)
+def test_any_interleaving_of_two_writers_keeps_every_documented_promise(steps):
+    from langgraph.store.memory import InMemoryStore
+
+    bare, clock = InMemoryStore(), Clock()
+    mine = PoolSplitStore(bare, refresh_interval=5, reconcile_interval=60, clock=clock)
+    other = PoolSplitStore(bare)
+    pools = [Pool("all", max_tokens=12, max_entries=2)]
+    since_full_read = None  # seconds since mine last read the namespace in full
+    others_since = False  # the other writer wrote since then
+    for step in steps:
+        kind = step[0]
+        if kind in ("mine_put", "other_put"):
+            (mine if kind == "mine_put" else other).put(NS, step[1], step[2])
+            others_since = others_since or kind == "other_put"
+        elif kind in ("mine_delete", "other_delete"):
+            if bare.get(NS, step[1]) is not None:
+                (mine if kind == "mine_delete" else other).delete(NS, step[1])
+                others_since = others_since or kind == "other_delete"
+        elif kind == "advance":
+            clock.advance(step[1])
+            if since_full_read is not None:
+                since_full_read += step[1]
+        else:
+            got = mine.retrieve_pools(NS, pools, {"message": step[1]}, now=NOW)
+            entries = mine.entries(NS)
+            # The core's answer over exactly the entries this query used.
+            assert keys(got) == {name: [e["id"] for e in picked] for name, picked in
+                                 ref_retrieve_pools(entries, pools, {"message": step[1]},
+                                                    now=NOW).items()}
+            # Corrections: exactly the store's, now, whatever the index knows.
+            live = {i.key for i in bare.search(NS, limit=100)
+                    if i.value.get("scope") == "always"}
+            assert {i.key for i in got["all"] if i.value.get("scope") == "always"} == live
+            if since_full_read is None or since_full_read >= 60:
+                since_full_read = 0  # this query read the namespace in full (cold/reconcile)
+                others_since = False
+            if not others_since:  # its own writes are in at once; all is in after a full read
+                stored = [item_to_entry(i.namespace, i.key, i.value, created_at=i.created_at)
+                          for i in bare.search(NS, limit=100)]
+                assert entry_facts(entries) == entry_facts(stored)
