@@ -84,6 +84,7 @@ from pydantic import ConfigDict, Field, field_validator
 from poolsplit_core.poolsplit import (
     Decision,
     Explanation,
+    Ledger,
     Pool,
     PreparedStore,
     default_is_active,
@@ -209,6 +210,11 @@ class StoreExplanation:
     def decisions(self) -> tuple[Decision, ...]:
         """One Decision per entry considered, as the core gives them."""
         return self.explanation.decisions
+
+    @property
+    def ledgers(self) -> dict[str, Ledger]:
+        """One Ledger per pool, as the core gives them."""
+        return self.explanation.ledgers
 
     def loaded(self) -> dict[str, list[Decision]]:
         """The loaded Decisions per pool, in load order."""
@@ -421,6 +427,15 @@ class PoolSplitStore(BaseStore):
         max_always_tokens: int | None = None,
     ) -> dict[str, list[Item]]:
         """The items each pool loads for ``context``, from the items under ``namespace``.
+
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> store = PoolSplitStore(InMemoryStore())
+        >>> store.put(("m", "ana"), "fix", {"content": "Use just.", "scope": "always"})
+        >>> store.put(("m", "ana"), "t1", {"content": "deploy the api", "type": "task"})
+        >>> store.put(("m", "ana"), "t2", {"content": "water the plants", "type": "task"})
+        >>> got = store.retrieve_pools(("m", "ana"), [Pool("all", 100, 1)], {"message": "deploy"})
+        >>> [item.key for item in got["all"]]
+        ['fix', 't1']
 
         Every item whose namespace starts with ``namespace`` takes part. The
         answer is the core's ``retrieve_pools`` over those items mapped to

@@ -394,3 +394,17 @@ def test_any_interleaving_of_two_writers_keeps_every_documented_promise(steps):
                 stored = [item_to_entry(i.namespace, i.key, i.value, created_at=i.created_at)
                           for i in bare.search(NS, limit=100)]
                 assert entry_facts(entries) == entry_facts(stored)
+
+
+def test_the_always_tier_ceiling_raises_rather_than_drop_a_correction(bare_store):
+    from poolsplit_core.poolsplit import AlwaysScopeOverflowError
+
+    wrapped = PoolSplitStore(bare_store)
+    for i in range(3):
+        wrapped.put(NS, f"fix{i}", {"content": "x" * 40, "scope": "always", "token_count": 10})
+    pools = [Pool("all", 100, 5)]
+    assert len(wrapped.retrieve_pools(NS, pools, max_always_tokens=30)["all"]) == 3
+    with pytest.raises(AlwaysScopeOverflowError):
+        wrapped.retrieve_pools(NS, pools, max_always_tokens=29)
+    with pytest.raises(AlwaysScopeOverflowError):
+        wrapped.explain_pools(NS, pools, max_always_tokens=29)
