@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint bench bench-build clean
+.PHONY: help install demo demo-postgres test lint bench bench-build clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -27,6 +27,9 @@ install: $(VENV)/.dev  ## create .venv and install poolsplit with every extra
 demo: $(VENV)/.core  ## the main job: single budget vs pool-split on the shipped store
 	$(BIN)/poolsplit demo
 
+demo-postgres: $(VENV)/.dev  ## the same demo, the sample store in a throwaway PostgreSQL
+	$(BIN)/poolsplit demo --postgres
+
 lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both adapters
 	$(BIN)/ruff check .
 	$(BIN)/mypy poolsplit_core poolsplit_integrations
@@ -34,9 +37,10 @@ lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both ada
 test: lint  ## lint, then the whole test suite (notebooks included)
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store; the adapters per turn
+bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store; the adapters per turn; LangGraph on PostgreSQL
 	$(BIN)/python benchmarks/bench_retrieve.py
 	$(BIN)/python benchmarks/bench_adapters.py
+	$(BIN)/python benchmarks/bench_langgraph.py
 
 bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
 	$(BIN)/python benchmarks/build_floor.py

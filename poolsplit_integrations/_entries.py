@@ -38,6 +38,7 @@ name (:func:`refuse_unserialisable`).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -765,3 +766,83 @@ def _callable_name(value: Any) -> str:
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     return str(name) if name else type(value).__name__
 
+
+
+# ==========================================================================
+# LangGraph store items -> entries (used by poolsplit_integrations.langgraph)
+# ==========================================================================
+#
+# A LangGraph ``BaseStore`` item is ``(namespace, key, value, created_at,
+# updated_at)`` with ``value`` a JSON mapping. langmem writes two shapes:
+# ``{"content": "..."}`` and ``{"kind": "Profile", "content": {...}}``.
+#
+# ==================  ======================================================
+# entry key            comes from
+# ==================  ======================================================
+# ``id``               the item's key (in a deeper namespace than the one
+#                      read: the tuple of the extra labels, then the key)
+# ``content``          ``value["content"]`` when a str; a mapping or list
+#                      there (langmem's ``kind`` shape) or no ``content`` at
+#                      all: the JSON text of it (of the whole value)
+# ``type``             ``value["type"]``, else langmem's ``value["kind"]``
+# ``created``          ``value["created"]`` when present, else the item's
+#                      ``created_at`` -- which ``InMemoryStore`` and
+#                      ``SqliteStore`` reset on every put of the key
+# ``similarity``       a search score, when the store gave one
+# any other key        copied from the value (``scope``, ``tags``, ...)
+# ==================  ======================================================
+
+
+def item_to_entry(
+    namespace: Sequence[str],
+    key: str,
+    value: Any,
+    *,
+    created_at: datetime | None = None,
+    score: float | None = None,
+    read_from: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Map one store item to a new entry dict; ``value`` is copied, never changed.
+
+    >>> item_to_entry(("memories", "ana"), "m1", {"content": "Use pg-2."})
+    {'content': 'Use pg-2.', 'id': 'm1'}
+    >>> item_to_entry(("memories", "ana"), "p", {"kind": "Profile", "content": {"name": "Ana"}})
+    {'kind': 'Profile', 'content': '{"name": "Ana"}', 'id': 'p', 'type': 'Profile'}
+
+    ``read_from`` is the namespace (prefix) the item was read under; an item
+    in a deeper namespace gets the id ``(*extra_labels, key)``, so two equal
+    keys in sibling namespaces stay two entries. A value that is not a
+    mapping raises a TypeError naming the namespace and key.
+    """
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"store item {tuple(namespace)!r} key {key!r}: value must be a mapping (dict),"
+            f" got {type(value).__name__}"
+        )
+    entry = dict(value)
+    content = entry.get("content")
+    if "content" not in entry:
+        entry["content"] = json.dumps(dict(value), ensure_ascii=False, default=str)
+    elif not isinstance(content, str):
+        entry["content"] = json.dumps(content, ensure_ascii=False, default=str)
+    entry["id"] = item_entry_id(namespace, key, read_from)
+    kind = entry.get("kind")
+    if entry.get("type") is None and isinstance(kind, str) and kind:
+        entry["type"] = kind
+    if entry.get("created") is None and created_at is not None:
+        entry["created"] = created_at
+    if score is not None:
+        entry["similarity"] = score
+    return entry
+
+
+def item_entry_id(
+    namespace: Sequence[str], key: str, read_from: Sequence[str] | None = None
+) -> Any:
+    """The entry id of an item: its key, or ``(*labels below read_from, key)``.
+
+    >>> item_entry_id(("m", "ana"), "k1", ("m", "ana")), item_entry_id(("m", "ana"), "k1", ("m",))
+    ('k1', ('ana', 'k1'))
+    """
+    below = tuple(namespace)[len(read_from):] if read_from is not None else ()
+    return (*below, key) if below else key

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -163,6 +164,31 @@ def test_installed_console_script_runs_the_demo(demo_text):
     done = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == demo_text
+
+
+def test_demo_postgres_runs_the_same_demo_on_a_throwaway_postgresql_and_removes_it(demo_text):
+    script = Path(sys.executable).parent / "poolsplit"
+    runtime = Path(tempfile.gettempdir())
+    before = {p.name for p in runtime.glob("poolsplit-demo-*")}
+    done = subprocess.run([str(script), "demo", "--postgres", "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    postgres = report.pop("postgres")
+    assert postgres["items"] == len(shipped_store()) and postgres["same_as_shipped"] is True
+    assert postgres["server_version"].split(".")[0].isdigit()
+    assert report == json.loads(_demo_json())  # the same experiment, the same answers
+    assert {p.name for p in runtime.glob("poolsplit-demo-*")} == before  # server data removed
+
+
+def _demo_json() -> str:
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["demo", "--json"]) == 0
+    return out.getvalue()
 
 
 # --------------------------------------------------------------------------

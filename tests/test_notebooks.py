@@ -26,6 +26,13 @@ EXPECTED = {
     "01_": {"plots": 2, "texts": ["single budget", "growth", "fresh entries"]},
     "02_": {"plots": 0, "texts": ["Never force-push to main"]},
     "03_": {"plots": 0, "texts": ["Never force-push to main"]},
+    # The other process's correction is printed only after it was written, and in the
+    # very next prompt; every type reaches every prompt.
+    "04_": {"plots": 1, "texts": ["## Corrections (always apply)",
+                                  "another process wrote a correction",
+                                  "=== turn 4", "Staging API keys are rotated on Fridays",
+                                  "=== turn 5",
+                                  "pool-split: types covered per turn [8, 8, 8, 8, 8, 8] of 8"]},
     "07_": {"plots": 3, "texts": ["Plan for 1400 tokens", "Coverage over 32 queries", "knee:",
                                   "starved cells: hand-made"]},
 }
