@@ -529,7 +529,7 @@ def unicode_words(text: str) -> FrozenSet[str]:
     ['github', 'strasse', '备份']
 
     The text is folded (format characters and variation selectors dropped;
-    NFKC, casefold, NFKC: full-width ``ＡＢＣ１２３`` reads ``abc123``,
+    NFKC, casefold, NFKC: full-width Latin letters and digits read as ASCII,
     ``Straße`` reads as ``STRASSE`` does, half-width katakana as full width).
     Then, split at every character that is not a letter, mark or decimal
     digit:
@@ -669,6 +669,7 @@ class ConfiguredScorer:
 
     def __call__(self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]] = None,
                  *, now: Optional[datetime] = None) -> float:
+        """Score ``entry`` as :func:`default_scorer` does, with these options."""
         query = _Query.from_context(context, self.words)
         return _default_score(entry, query, _utc_now(now), _label(entry, None))
 
