@@ -45,6 +45,7 @@ from typing import Any
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
     AlwaysScopeOverflowError,
+    ConfiguredScorer,
     Decision,
     Explanation,
     Pool,
@@ -257,7 +258,9 @@ class Selector:
         self.filter = check_filter(filter)
         self.require_filter_keys = check_required_keys(require_filter_keys)
         self.max_always_tokens = check_max_always_tokens(max_always_tokens)
-        self.store = PreparedStore(self.entries, token_counter=token_counter,
+        # The store indexes with the scorer's word reader (make_scorer), so a
+        # factory scorer keeps the prepared walk.
+        self.store = PreparedStore(self.entries, scorer=scorer, token_counter=token_counter,
                                    is_active=is_active)
 
     def with_filter(self, filter: Mapping[str, Any] | None) -> Selector:
@@ -514,6 +517,13 @@ def refuse_unserialisable(
     skipped = set(skip)
     for name, default in CALLABLE_DEFAULTS.items():
         value = values.get(name, default)
+        if name not in skipped and isinstance(value, ConfiguredScorer):
+            raise NotSerializableError(
+                f"{owner} cannot be serialised: {name} is {value!r}, a configured scorer"
+                f" (the default score with options, which are not serialised); "
+                + hint.format(name=name)
+                + f" (e.g. {name}=make_scorer(**{_options_data(value)!r}))"
+            )
         if name not in skipped and value is not default:
             raise NotSerializableError(
                 f"{owner} cannot be serialised: {name} is a custom callable"
@@ -529,6 +539,13 @@ def refuse_unserialisable(
                 f"{owner} cannot be serialised: {name} {what}, not data; "
                 + hint.format(name=name)
             )
+
+
+def _options_data(scorer: ConfiguredScorer) -> dict[str, Any]:
+    try:
+        return scorer.to_data()
+    except TypeError:
+        return {"words": "..."}
 
 
 def excluded(exclude: Any) -> set[str]:
