@@ -1,4 +1,4 @@
-"""Write poolsplit_core/data/sample_store_zh.jsonl, the Chinese store of ``poolsplit demo --lang zh``.
+"""Write poolsplit_core/data/sample_store_zh.jsonl: the Chinese store of ``demo --lang zh``.
 
 The same shape as the English sample (scripts/make_sample_store.py): a year
 of a personal agent's memory for a software engineer with three work
