@@ -10,7 +10,7 @@ it loads, with the Unicode reader and with the default ASCII-only one.
 
 >>> store = load_sample_store_zh()
 >>> report = run_demo_zh(burst=20)
->>> report["relevance"]["unicode"] > report["relevance"]["ascii"]
+>>> report["relevance"]["message_only"]["unicode"] > report["relevance"]["message_only"]["ascii"]
 True
 """
 
@@ -164,15 +164,42 @@ def most_relevant(entries: Sequence[Mapping[str, Any]],
     return best
 
 
-def relevance_hits(entries: Sequence[Mapping[str, Any]], reader: str) -> int:
-    """On how many queries pool-split loads one of the query's most relevant entries."""
+def relevance_hits(entries: Sequence[Mapping[str, Any]], reader: str,
+                   message_only: bool = False) -> int:
+    """On how many queries pool-split loads one of the query's most relevant entries.
+
+    With ``message_only`` the queries keep their message and drop their
+    project and tags, so that the words are the only thing the query says.
+    """
     store = _prepare(entries, "split", reader)
     hits = 0
     for query in DEMO_QUERIES_ZH:
         targets = {id(entry) for entry in most_relevant(entries, query)}
-        if any(id(entry) in targets for entry in _loaded(store, query, "split")):
+        asked = {"message": query["message"]} if message_only else query
+        if any(id(entry) in targets for entry in _loaded(store, asked, "split")):
             hits += 1
     return hits
+
+
+def on_topic_counts(entries: Sequence[Mapping[str, Any]], reader: str) -> dict[str, list[int]]:
+    """Per type, ``[on topic, loaded]``: pool-split's contextual loads over the queries.
+
+    An entry is on topic when its content holds over 15% of the query's words
+    (read with :func:`~poolsplit_core.poolsplit.unicode_words`): the share at
+    which the message factor starts to raise a score.
+    """
+    store = _prepare(entries, "split", reader)
+    counts = {kind: [0, 0] for kind in TYPES}
+    for query in DEMO_QUERIES_ZH:
+        wanted = unicode_words(str(query["message"]))
+        for entry in _loaded(store, query, "split"):
+            if entry.get("scope") == "always":
+                continue
+            shared = len(wanted & unicode_words(str(entry.get("content", ""))))
+            tally = counts.setdefault(str(entry.get("type", "note")), [0, 0])
+            tally[0] += shared / len(wanted) > 0.15
+            tally[1] += 1
+    return counts
 
 
 def _correction_loads(entries: Sequence[Mapping[str, Any]], method: str) -> dict[str, bool]:
@@ -195,7 +222,11 @@ def run_demo_zh(burst: int = 200) -> dict[str, Any]:
         "queries": len(DEMO_QUERIES_ZH),
         "types": {kind: {f"{m}_{r}": counts[m, r][kind] for m in METHODS for r in READERS}
                   for kind in TYPES},
-        "relevance": {r: relevance_hits(store, r) for r in READERS},
+        "relevance": {
+            "context": {r: relevance_hits(store, r) for r in READERS},
+            "message_only": {r: relevance_hits(store, r, message_only=True) for r in READERS},
+        },
+        "on_topic": {r: on_topic_counts(store, r) for r in READERS},
         "burst": {
             "fresh_entries": burst,
             "corrections": [{
@@ -226,16 +257,25 @@ def format_report_zh(report: Mapping[str, Any]) -> str:
         rows.append((kind, *(f"{c[key]}/{n}" for key in (
             "single_unicode", "single_ascii", "split_unicode", "split_ascii"))))
     lines += ["  " + line for line in table(rows, spans={1: 2, 3: 2})]
-    rel = report["relevance"]
+    rel, topic = report["relevance"], report["on_topic"]
     lines += [
         "",
-        "Lexical relevance: on how many queries does pool-split load an entry sharing the",
-        "most of the query's words (of those the store holds)?",
+        "Lexical relevance, pool-split. On how many queries does an entry sharing the most",
+        "of the query's words (of those the store holds) load?",
         "",
         *("  " + line for line in table([
-            ("word reader", "most relevant entry loaded"),
-            ("unicode_words", f"{rel['unicode']}/{n}"),
-            ("default (ASCII only)", f"{rel['ascii']}/{n}")])),
+            ("word reader", "message, project, tags", "message only"),
+            *((label, f"{rel['context'][r]}/{n}", f"{rel['message_only'][r]}/{n}")
+              for r, label in (("unicode", "unicode_words"), ("ascii", "default (ASCII only)"))),
+        ], right={1, 2})),
+        "",
+        "Loaded entries on topic (holding over 15% of the query's words), per type:",
+        "",
+        *("  " + line for line in table([
+            ("type", "unicode_words", "default (ASCII only)"),
+            *((kind, *(f"{topic[r][kind][0]}/{topic[r][kind][1]}" for r in ("unicode", "ascii")))
+              for kind in TYPES if kind != "correction"),
+        ], right={1, 2})),
     ]
     burst = report["burst"]
     lines += [

@@ -98,12 +98,31 @@ def test_demo_zh_type_counts_are_what_retrieve_pools_gives(report):
 def test_demo_zh_relevance_is_recomputed_and_the_unicode_reader_wins(report):
     store = load_sample_store_zh()
     for reader in SCORERS:
-        hits = 0
+        for setting in ("context", "message_only"):
+            hits = 0
+            for query in DEMO_QUERIES_ZH:
+                best = {id(e) for e in most_relevant(store, query)}
+                asked = {"message": query["message"]} if setting == "message_only" else query
+                hits += any(id(e) in best for e in loaded(store, asked, "split", reader))
+            assert report["relevance"][setting][reader] == hits
+    for setting in ("context", "message_only"):
+        assert report["relevance"][setting]["unicode"] > report["relevance"][setting]["ascii"]
+
+
+def test_demo_zh_on_topic_counts_are_recomputed(report):
+    store = load_sample_store_zh()
+    for reader in SCORERS:
+        counts = {kind: [0, 0] for kind in TYPES}
         for query in DEMO_QUERIES_ZH:
-            best = {id(e) for e in most_relevant(store, query)}
-            hits += any(id(e) in best for e in loaded(store, query, "split", reader))
-        assert report["relevance"][reader] == hits
-    assert report["relevance"]["unicode"] > report["relevance"]["ascii"]
+            wanted = unicode_words(query["message"])
+            for e in loaded(store, query, "split", reader):
+                if e.get("scope") != "always":
+                    counts[e["type"]][0] += len(wanted & unicode_words(e["content"])) / len(
+                        wanted) > 0.15
+                    counts[e["type"]][1] += 1
+        assert report["on_topic"][reader] == counts
+    on = {r: sum(c[0] for c in report["on_topic"][r].values()) for r in SCORERS}
+    assert on["unicode"] > on["ascii"]
 
 
 def test_demo_zh_burst_keeps_every_correction_under_pool_split_only(report):
@@ -122,7 +141,10 @@ def test_demo_zh_text_report_prints_the_tables(report):
     code, out, _ = run("demo", "--lang", "zh")
     assert code == 0
     n = report["queries"]
-    assert f"unicode_words         {report['relevance']['unicode']}/{n}" in out
+    rel = report["relevance"]
+    assert any(line.split() == ["unicode_words", f"{rel['context']['unicode']}/{n}",
+                                f"{rel['message_only']['unicode']}/{n}"]
+               for line in out.splitlines())
     assert "  loaded " in out and "10/10" in out
 
 
