@@ -26,6 +26,8 @@ EXPECTED = {
     "01_": {"plots": 2, "texts": ["single budget", "growth", "fresh entries"]},
     "02_": {"plots": 0, "texts": ["Never force-push to main"]},
     "03_": {"plots": 0, "texts": ["Never force-push to main"]},
+    "06_": {"plots": 2, "texts": ["unicode words", "split/unicode", "message only",
+                                  "fresh entries", "10/10"]},
 }
 
 
