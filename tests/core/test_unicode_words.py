@@ -131,3 +131,17 @@ def test_cjk_token_counter_is_the_default_counter_on_ascii(text):
 def test_cjk_token_counter_is_a_positive_int(text):
     got = cjk_token_counter(text)
     assert type(got) is int and got >= 1
+
+
+# Characters a Chinese, Japanese or Korean text is mostly made of: text of
+# only these skips the fold. A trailing soft hyphen (dropped by the fold)
+# forces the full path, which must read the same words.
+UNFOLDED = ("abcz09 ,.!?-'\"" "\u2018\u2019\u201c\u201d"
+            "\u3000\u3001\u3002\u300c\u300d\u3010\u3011"
+            "\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f"
+            "数据库迁移东京都はのであカタナーガ회의자료")
+
+
+@given(st.text(st.sampled_from(UNFOLDED), max_size=40))
+def test_text_that_folds_alike_reads_the_same_words_with_or_without_the_fold(text):
+    assert unicode_words(text) == unicode_words(text + "\u00ad")
