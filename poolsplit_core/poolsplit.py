@@ -457,28 +457,18 @@ _CJK, _COMMON = "\x00cjk", ""  # the two classes of word characters that are not
 
 
 class _LazyTable(Dict[int, Optional[int]]):
-    """A ``str.translate`` table filled on first sight of each character (C speed after)."""
+    """A ``str.translate`` table filled on first sight of each character (C speed after).
 
-    def __init__(self, rule: Callable[[str], bool]) -> None:
+    A character ``rule`` accepts becomes ``into`` (None deletes it); the rest stay.
+    """
+
+    def __init__(self, rule: Callable[[str], bool], into: Optional[int]) -> None:
         super().__init__()
-        self.rule = rule  # True: the character changes (dropped, or read as a space)
+        self.rule, self.into = rule, into
 
     def __missing__(self, code: int) -> Optional[int]:
-        self[code] = value = self.change(code) if self.rule(chr(code)) else code
+        self[code] = value = self.into if self.rule(chr(code)) else code
         return value
-
-    def change(self, code: int) -> Optional[int]:
-        raise NotImplementedError
-
-
-class _Drops(_LazyTable):
-    def change(self, code: int) -> Optional[int]:
-        return None  # deleted
-
-
-class _Spaces(_LazyTable):
-    def change(self, code: int) -> Optional[int]:
-        return 32
 
 
 def _dropped(ch: str) -> bool:
@@ -494,8 +484,8 @@ def _separates(ch: str) -> bool:
     return not (category[0] == "N" and _CJK_RUN.fullmatch(ch))
 
 
-_DROPS = _Drops(_dropped)
-_SPACES = _Spaces(_separates)
+_DROPS = _LazyTable(_dropped, None)  # deleted
+_SPACES = _LazyTable(_separates, ord(" "))
 _SCRIPT: Dict[str, str] = {}  # character -> its class: _CJK, _COMMON or a script's name
 
 
@@ -552,7 +542,10 @@ def unicode_words(text: str) -> FrozenSet[str]:
     - a run ends where the script changes (``GitHub备份``: ``github``,
       ``备份``); digits and marks join the alphabetic run they are in.
 
-    For ASCII text these are exactly the default scorer's words. Pass it to
+    Scripts other than CJK that are written without spaces (Thai, Lao,
+    Khmer, Myanmar) need a dictionary to find their words: here a run of
+    them is one word. For ASCII text these are exactly the default scorer's
+    words. Pass it to
     :func:`make_scorer` (``make_scorer(words=unicode_words)``) to score with
     it; which characters are letters follows the interpreter's Unicode tables.
     """

@@ -219,7 +219,7 @@ def test_the_walk_is_taken_with_the_unicode_reader(monkeypatch):
 @given(store=st.lists(st.builds(mixed_entry, st.randoms(use_true_random=False),
                                 st.integers(0, 40)), max_size=25),
        seed=st.integers(0, 10**6), split=st.integers(0, 25))
-def test_prepared_with_upserts_equals_the_reference_with_the_unicode_reader(store, seed, split):
+def test_prepared_built_in_parts_equals_the_reference_with_the_unicode_reader(store, seed, split):
     rng = random.Random(seed)
     prepared = PreparedStore(store[:split], scorer=UNICODE)
     for entry in store[split:]:
@@ -227,3 +227,21 @@ def test_prepared_with_upserts_equals_the_reference_with_the_unicode_reader(stor
     context, pools = mixed_context(rng), mixed_pools(rng)
     want = ref_retrieve_pools(store, pools, context, scorer=UNICODE, now=NOW)
     assert ids(prepared.retrieve_pools(pools, context, now=NOW)) == ids(want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_upserts_and_deletes_are_read_with_the_stores_reader(seed):
+    rng = random.Random(100 + seed)
+    store = [{**mixed_entry(rng, n), "id": f"u{n}"} for n in range(120)]
+    prepared = PreparedStore(store, scorer=UNICODE)
+    live = list(store)
+    for step in range(60):
+        at = rng.randrange(len(live))
+        if step % 3 == 2:
+            prepared.delete(live.pop(at)["id"])
+        else:
+            live[at] = {**mixed_entry(rng, step), "id": live[at]["id"]}
+            prepared.upsert(live[at])
+        context, pools = mixed_context(rng), mixed_pools(rng)
+        want = ref_retrieve_pools(live, pools, context, scorer=UNICODE, now=NOW)
+        assert ids(prepared.retrieve_pools(pools, context, now=NOW)) == ids(want)
