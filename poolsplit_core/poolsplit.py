@@ -84,6 +84,7 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
+    Union,
     cast,
 )
 
@@ -659,7 +660,7 @@ class ConfiguredScorer:
     #: The option names, in the order ``repr`` and ``to_data`` list them.
     OPTIONS: Tuple[str, ...] = ("words",)
 
-    def __init__(self, *, words: Any = None) -> None:
+    def __init__(self, *, words: Union[str, WordReader, None] = None) -> None:
         if isinstance(words, str):
             if words not in WORD_READERS:
                 raise ValueError(f"words must be one of {', '.join(map(repr, WORD_READERS))},"
@@ -719,7 +720,7 @@ class ConfiguredScorer:
         return self.words is reader
 
 
-def make_scorer(*, words: Any = None) -> ConfiguredScorer:
+def make_scorer(*, words: Union[str, WordReader, None] = None) -> ConfiguredScorer:
     """Build the default scorer with options; with none, it scores as :func:`default_scorer`.
 
     >>> chinese = make_scorer(words=unicode_words)
