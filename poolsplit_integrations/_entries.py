@@ -54,6 +54,7 @@ from poolsplit_core.poolsplit import (
     default_is_active,
     default_scorer,
     default_token_counter,
+    make_scorer,
 )
 
 logger = logging.getLogger("poolsplit")
@@ -489,8 +490,29 @@ def pools_to_data(pools: Iterable[Pool]) -> list[dict[str, Any]]:
 
 
 def default_hook(name: str, value: Any) -> Any:
-    """``value``, or the default hook for ``None`` (how a serialised default reads back)."""
-    return CALLABLE_DEFAULTS[name] if value is None else value
+    """``value``, or the default hook for ``None`` (how a serialised default reads back).
+
+    A ``scorer`` given as a mapping is a configured scorer's options, as
+    serialised: ``{"words": "unicode"}`` reads back as ``make_scorer(words="unicode")``.
+    """
+    if value is None:
+        return CALLABLE_DEFAULTS[name]
+    return scorer_from_data(value) if name == "scorer" else value
+
+
+def scorer_from_data(value: Any) -> Any:
+    """``value``, or the configured scorer a mapping of options describes."""
+    if isinstance(value, Mapping):
+        return make_scorer(**{str(key): option for key, option in value.items()})
+    return value
+
+
+def scorer_data(values: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"scorer": options}`` when the scorer is a configured one and not skipped, else ``{}``."""
+    scorer = values.get("scorer")
+    if "scorer" in set(skip) or not isinstance(scorer, ConfiguredScorer):
+        return {}
+    return {"scorer": scorer.to_data()}
 
 
 def refuse_unserialisable(
@@ -504,8 +526,9 @@ def refuse_unserialisable(
     """Refuse to serialise a component holding code: a NotSerializableError naming the field.
 
     A hook (``scorer``, ``token_counter``, ``is_active``) serialises only as
-    its default; a ``live`` field (a base retriever, a callable store) only
-    as None.
+    its default, or for the scorer as a configured scorer's named options
+    (:func:`~poolsplit_core.poolsplit.make_scorer`); a ``live`` field (a base
+    retriever, a callable store) only as None.
 
     Args:
         owner: the component's class name.
@@ -518,12 +541,14 @@ def refuse_unserialisable(
     for name, default in CALLABLE_DEFAULTS.items():
         value = values.get(name, default)
         if name not in skipped and isinstance(value, ConfiguredScorer):
-            raise NotSerializableError(
-                f"{owner} cannot be serialised: {name} is {value!r}, a configured scorer"
-                f" (the default score with options, which are not serialised); "
-                + hint.format(name=name)
-                + f" (e.g. {name}=make_scorer(**{_options_data(value)!r}))"
-            )
+            try:
+                value.to_data()  # named options serialise as data
+            except TypeError as exc:
+                raise NotSerializableError(
+                    f"{owner} cannot be serialised: {name} is {value!r}: {exc}; "
+                    + hint.format(name=name)
+                ) from None
+            continue
         if name not in skipped and value is not default:
             raise NotSerializableError(
                 f"{owner} cannot be serialised: {name} is a custom callable"
@@ -539,13 +564,6 @@ def refuse_unserialisable(
                 f"{owner} cannot be serialised: {name} {what}, not data; "
                 + hint.format(name=name)
             )
-
-
-def _options_data(scorer: ConfiguredScorer) -> dict[str, Any]:
-    try:
-        return scorer.to_data()
-    except TypeError:
-        return {"words": "..."}
 
 
 def excluded(exclude: Any) -> set[str]:

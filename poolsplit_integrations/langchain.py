@@ -66,6 +66,7 @@ from pydantic import (
 from typing_extensions import Self
 
 from poolsplit_core.poolsplit import (
+    ConfiguredScorer,
     Explanation,
     Pool,
     default_is_active,
@@ -297,7 +298,9 @@ class _Component(OptionsModel):
     _LIVE: ClassVar[tuple[str, ...]] = ()
 
     @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
-    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:
+    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> Any:
+        if isinstance(value, ConfiguredScorer):  # its named options (checked first)
+            return value.to_data()
         if value is not CALLABLE_DEFAULTS[info.field_name]:  # model_dump_json checked first
             raise NotSerializableError(f"{info.field_name} is a custom callable")
         return None

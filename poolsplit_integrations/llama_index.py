@@ -114,6 +114,8 @@ from poolsplit_integrations._entries import (  # noqa: E402
     refuse_unknown,
     refuse_unserialisable,
     result_metadata,
+    scorer_data,
+    scorer_from_data,
     to_entry,
 )
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
@@ -288,9 +290,11 @@ class _Serialisable:
             NotSerializableError: a custom ``scorer``/``token_counter``/``is_active``
                 or a live object (a ``TypeError``), unless excluded.
         """
-        refuse_unserialisable(type(self).__name__, self._values(), live=self._LIVE,
-                              skip=excluded(kwargs.get("exclude")), hint=_SERIALISE_HINT)
+        values, skip = self._values(), excluded(kwargs.get("exclude"))
+        refuse_unserialisable(type(self).__name__, values, live=self._LIVE, skip=skip,
+                              hint=_SERIALISE_HINT)
         data = self._data(**kwargs)
+        data.update(scorer_data(values, skip))  # a configured scorer's options, as data
         data["class_name"] = self.class_name()
         return data
 
@@ -492,7 +496,7 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         self._base_retriever = base_retriever
         self._selector = Selector(
             [_node_entry(node) for node in self._nodes], pools,
-            context=context, k=k, scorer=scorer, token_counter=token_counter,
+            context=context, k=k, scorer=scorer_from_data(scorer), token_counter=token_counter,
             is_active=is_active, now=now, filter=filter,
             require_filter_keys=require_filter_keys, max_always_tokens=max_always_tokens,
         )

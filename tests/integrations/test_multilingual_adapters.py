@@ -3,7 +3,9 @@
 A factory scorer (``make_scorer(words=unicode_words)``) and the CJK counter
 pass through ``scorer=`` and ``token_counter=``; the adapters' prepared store
 indexes with the scorer's reader, so queries walk the index (never the
-stateless fallback); serialising such a component is refused by name.
+stateless fallback). A configured scorer serialises as its options
+(``{"words": "unicode"}``) and reads back; one with a custom reader is
+refused by name, like any custom callable.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from llama_index.core.schema import TextNode
 import poolsplit_core.poolsplit as core
 from poolsplit_core.poolsplit import Pool, cjk_token_counter, make_scorer, unicode_words
 from poolsplit_integrations._entries import NotSerializableError
+from poolsplit_integrations.langchain import PoolSplitCompressor
 from poolsplit_integrations.langchain import PoolSplitRetriever as LangChainRetriever
+from poolsplit_integrations.llama_index import PoolSplitMemoryBlock, PoolSplitPostprocessor
 from poolsplit_integrations.llama_index import PoolSplitRetriever as LlamaRetriever
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -87,15 +91,45 @@ def test_the_cjk_counter_reaches_the_budget_through_both_adapters():
     assert lc_ids(lc) == li_ids(li) == ["fix", "call"]  # only the 10-character note fits
 
 
-def test_serialising_a_configured_scorer_is_refused_naming_it():
-    lc = LangChainRetriever(documents=lc_docs(), pools=POOLS, scorer=UNICODE)
+def test_langchain_components_dump_a_configured_scorer_as_its_options_and_read_it_back():
+    retriever = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW, scorer=UNICODE)
+    assert retriever.model_dump(mode="json")["scorer"] == {"words": "unicode"}
+    rebuilt = LangChainRetriever.model_validate_json(retriever.model_dump_json())
+    assert rebuilt.scorer == UNICODE and lc_ids(rebuilt) == ["fix", "db"]
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW, scorer=UNICODE)
+    again = PoolSplitCompressor.model_validate_json(compressor.model_dump_json())
+    assert again.scorer == UNICODE
+    got = again.compress_documents(lc_docs(), MESSAGE)
+    assert [d.metadata["id"] for d in got] == ["fix", "db"]
+
+
+@pytest.mark.parametrize("build", [
+    lambda scorer: LlamaRetriever(nodes=li_nodes(), pools=POOLS, now=NOW, scorer=scorer),
+    lambda scorer: PoolSplitPostprocessor(pools=POOLS, now=NOW, scorer=scorer),
+    lambda scorer: PoolSplitMemoryBlock(store=[], pools=POOLS, now=NOW, scorer=scorer),
+], ids=["retriever", "postprocessor", "memory_block"])
+def test_llamaindex_components_write_a_configured_scorer_as_its_options(build):
+    component = build(UNICODE)
+    data = component.to_dict()
+    assert data["scorer"] == {"words": "unicode"}
+    for rebuilt in (type(component).from_dict(data), type(component).from_json(
+            component.to_json())):
+        assert rebuilt.to_dict() == data
+    if isinstance(component, LlamaRetriever):
+        assert li_ids(type(component).from_dict(data)) == ["fix", "db"]
+    assert "scorer" not in build(make_scorer()).to_dict(exclude={"scorer"})
+
+
+def test_a_configured_scorer_with_a_custom_reader_is_refused_by_name():
+    custom = make_scorer(words=lambda text: frozenset(text.split()))
+    lc = LangChainRetriever(documents=lc_docs(), pools=POOLS, scorer=custom)
     with pytest.raises(NotSerializableError,
-                       match=r"scorer is ConfiguredScorer\(words='unicode'\).*"
-                             r"make_scorer\(\*\*\{'words': 'unicode'\}\)"):
+                       match=r"scorer is ConfiguredScorer\(words=<function.*custom word reader"):
         lc.model_dump_json()
-    li = LlamaRetriever(nodes=li_nodes(), pools=POOLS, scorer=UNICODE)
-    with pytest.raises(NotSerializableError, match=r"scorer is ConfiguredScorer"):
+    li = LlamaRetriever(nodes=li_nodes(), pools=POOLS, scorer=custom)
+    with pytest.raises(NotSerializableError, match=r"scorer is ConfiguredScorer.*custom word"):
         li.to_dict()
     data = li.to_dict(exclude={"scorer"})
-    again = LlamaRetriever.from_dict(data, scorer=make_scorer(words="unicode"), now=NOW)
+    assert "scorer" not in data
+    again = LlamaRetriever.from_dict(data, scorer=UNICODE, now=NOW)
     assert li_ids(again) == ["fix", "db"]
