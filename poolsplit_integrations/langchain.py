@@ -26,7 +26,8 @@ LangChain writes them, and ``model_validate``/``model_validate_json`` rebuild
 an equal component. What is code (a custom ``scorer``, ``token_counter`` or
 ``is_active``) or a live object (``base_retriever``) cannot be written as
 JSON: ``model_dump_json()`` refuses it by name (a ``TypeError``); exclude the
-field and pass it again when rebuilding.
+field and pass it again when rebuilding. A configured scorer
+(``make_scorer(words="unicode")``) is data: it is written as its options.
 
 Needs the ``langchain`` extra: ``pip install 'poolsplit[langchain]'``.
 """
@@ -287,7 +288,8 @@ class _Component(OptionsModel):
 
     Unknown init args are typos, refused naming the fields; assigning a field
     is validated (and rebuilds the mapped store). Pools serialise as plain
-    dicts; hooks serialise to JSON only as their defaults (null), and a live
+    dicts; hooks serialise to JSON only as their defaults (null) -- a configured
+    scorer as its options -- and a live
     object not at all -- refused by name before pydantic would fail inside.
     """
 

@@ -56,7 +56,8 @@ accepted ones. All three round-trip through ``to_dict``/``from_dict`` and
 docstore writes them. What is code -- a custom ``scorer``, ``token_counter``
 or ``is_active``, a callable store -- or a live ``base_retriever`` is refused
 by name (a ``TypeError``): serialise with ``exclude={"scorer"}`` and pass it
-again, ``from_dict(data, scorer=...)``.
+again, ``from_dict(data, scorer=...)``. A configured scorer
+(``make_scorer(words="unicode")``) is data: it is written as its options.
 """
 
 from __future__ import annotations
