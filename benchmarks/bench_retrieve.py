@@ -23,7 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from poolsplit_core.poolsplit import Pool, PreparedStore, retrieve_pools  # noqa: E402
+from poolsplit_core.poolsplit import (  # noqa: E402
+    Pool,
+    PreparedStore,
+    cjk_token_counter,
+    make_scorer,
+    retrieve_pools,
+    unicode_words,
+)
 from tests.reference import ref_retrieve_pools  # noqa: E402
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -238,12 +245,94 @@ def bench_tenants(n: int, tenants: int, queries: list[dict]) -> dict:
             "ratio": one["median_ms"] / own["median_ms"], "identical": agree}
 
 
+# The CJK profile: Chinese text without spaces, read with the Unicode reader
+# (CJK runs as overlapping bigrams) and counted with the CJK counter.
+UNICODE = make_scorer(words=unicode_words)
+# Common Chinese characters (CJK unified ideographs), most frequent first.
+HANZI = ("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过"
+         "家学对可里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本"
+         "见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工"
+         "己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西"
+         "再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通"
+         "目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界"
+         "及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算")
+
+
+def _cjk_vocabulary(size: int, seed: int = 5) -> list[str]:
+    """Two- to four-character words drawn from HANZI, skewed to frequent characters."""
+    rng = random.Random(seed)
+    weights = list(itertools.accumulate(1 / (r + 10) for r in range(len(HANZI))))
+    words, seen = [], set()
+    while len(words) < size:
+        word = "".join(rng.choices(HANZI, cum_weights=weights, k=rng.randrange(2, 5)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+CJK_WORDS = _cjk_vocabulary(5_000)
+CJK_CUM = list(itertools.accumulate(1 / (r + 50) for r in range(len(CJK_WORDS))))
+
+
+def _cjk_text(rng: random.Random, length: int) -> str:
+    parts: list[str] = []
+    size = 0
+    while size < length:
+        word = rng.choices(CJK_WORDS, cum_weights=CJK_CUM)[0]
+        parts.append(word + ("\uff0c" if rng.random() < 0.1 else ""))
+        size += len(parts[-1])
+    return "".join(parts)[:length] + "。"
+
+
+def make_cjk_store(n: int, seed: int = 13) -> list[dict]:
+    """The shape of :func:`make_store` with Chinese content of 10-300 characters."""
+    rng = random.Random(seed)
+    store = make_store(n, seed=seed)
+    for entry in store:
+        entry["content"] = _cjk_text(rng, int(rng.uniform(10, 300)))
+        entry.pop("token_count", None)
+    return store
+
+
+def make_cjk_queries(count: int, seed: int = 17) -> list[dict]:
+    rng = random.Random(seed)
+    return [{**query, "message": _cjk_text(rng, rng.randrange(6, 24))}
+            for query in make_queries(count, seed=seed)]
+
+
+def bench_cjk(n: int, queries: list[dict]) -> dict:
+    """The CJK profile at ``n`` entries: the same paths, all with the Unicode reader."""
+    store = make_cjk_store(n)
+    hooks = {"scorer": UNICODE, "token_counter": cjk_token_counter}
+    few = queries[:10]
+    ref_t, ref_a = timed(lambda c: ref_retrieve_pools(store, POOLS, c, now=NOW, **hooks), few)
+    core_t, core_a = timed(lambda c: retrieve_pools(store, POOLS, c, now=NOW, **hooks),
+                           queries[:30])
+    builds = []
+    for _ in range(BUILDS):
+        start = time.perf_counter()
+        prepared = PreparedStore(store, **hooks)
+        builds.append(time.perf_counter() - start)
+    timed(lambda c: prepared.retrieve_pools(POOLS, c, now=NOW), queries)
+    prep_t, prep_a = timed(lambda c: prepared.retrieve_pools(POOLS, c, now=NOW), queries)
+    agree = (all(same(a, b) for a, b in zip(ref_a, core_a))
+             and all(same(a, b) for a, b in zip(ref_a, prep_a))
+             and all(same(a, b) for a, b in zip(core_a, prep_a)))
+    ref, core, prep = summary(ref_t), summary(core_t), summary(prep_t)
+    return {"n": n, "reference": ref, "stateless": core, "prepared": prep,
+            "build_s": statistics.median(builds), "build_s_each": builds,
+            "prepared_speedup": ref["median_ms"] / prep["median_ms"], "identical": agree}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--tenants", type=int, default=1_000,
                         help="tenants in the largest size's multi-tenant store (0: skip)")
+    parser.add_argument("--cjk-sizes", type=int, nargs="*", default=[1_000, 10_000],
+                        help="sizes of the CJK profile (Unicode reader, CJK counter); none: skip")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
     args = parser.parse_args()
     queries = make_queries(args.queries)
@@ -276,13 +365,29 @@ def main() -> int:
               f" one tenant's query {s['median_ms']:.2f} ms (p95 {s['p95_ms']:.2f}) against"
               f" {a['median_ms']:.2f} ms (p95 {a['p95_ms']:.2f}) on its entries alone:"
               f" {tenancy['ratio']:.2f}x; same answers: {'yes' if tenancy['identical'] else 'NO'}")
+    cjk_rows = []
+    if args.cjk_sizes:
+        cjk_queries = make_cjk_queries(args.queries)
+        print("CJK profile -- Chinese text, make_scorer(words=unicode_words), cjk_token_counter")
+        print(f"{'N':>7} | {'reference ms':>17} | {'stateless ms':>17} | {'prepared ms':>15} |"
+              f" {'x prep':>7} | {'build s':>7} | same")
+        for n in args.cjk_sizes:
+            row = bench_cjk(n, cjk_queries)
+            cjk_rows.append(row)
+            r, c, p = row["reference"], row["stateless"], row["prepared"]
+            print(f"{n:>7} | {r['median_ms']:>8.1f} p95 {r['p95_ms']:>5.0f} |"
+                  f" {c['median_ms']:>8.1f} p95 {c['p95_ms']:>5.0f} |"
+                  f" {p['median_ms']:>6.2f} p95 {p['p95_ms']:>5.2f} |"
+                  f" {row['prepared_speedup']:>6.0f}x | {row['build_s']:>7.2f} |"
+                  f" {'yes' if row['identical'] else 'NO'}", flush=True)
     out = Path(args.out)
     out.write_text(json.dumps({"pools": [p.name for p in POOLS], "rows": rows,
-                               "tenants": tenancy}, indent=2) + "\n")
+                               "tenants": tenancy, "cjk": cjk_rows}, indent=2) + "\n")
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     print("(median and p95 per query; prepared: after one untimed pass over the queries;"
           f" build: median of {BUILDS}; x = reference median / path median; written to {shown})")
-    agree = all(row["identical"] for row in rows) and (tenancy is None or tenancy["identical"])
+    agree = (all(row["identical"] for row in rows + cjk_rows)
+             and (tenancy is None or tenancy["identical"]))
     return 0 if agree else 1
 
 

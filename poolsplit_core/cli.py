@@ -3,9 +3,10 @@ r"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own st
 Standard library only (``argparse``, ``json``); the engine is
 :mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`. Five commands::
 
-    poolsplit demo [--json]
+    poolsplit demo [--lang en|zh] [--json]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
-                       [--message TEXT] [--project P] [--tag T ...] [--now ISO] [--json]
+                       [--message TEXT] [--project P] [--tag T ...] [--now ISO]
+                       [--words ascii|unicode] [--tokens default|cjk] [--json]
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json]
     poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
                        [--depth M] [--now ISO] [--json]
@@ -52,6 +53,10 @@ Inputs:
 - ``--message``: what the user said; the default is an empty message.
 - ``--now``: ISO-8601 (``2026-11-01``, ``2026-11-01T09:30:00Z``, an offset);
   a time without an offset is UTC; the default is the current time.
+- ``--words unicode``: score with ``make_scorer(words=unicode_words)``, whose
+  words are read in any script (CJK as bigrams); the default ``ascii`` is the
+  default scorer. ``--tokens cjk``: count tokens with ``cjk_token_counter``.
+  ``demo --lang zh`` runs the demo on the Chinese sample store with both.
 
 Bad input (a missing or unreadable file, a malformed JSON Lines line -- with
 its line number --, a store that is one object rather than a list, an entry
@@ -82,6 +87,7 @@ from typing import Any, NoReturn
 from poolsplit_core._plain import ENTRY_KEYS
 from poolsplit_core._text import escape, escape_json, plural, shorten, table
 from poolsplit_core.demo import format_report, run_demo
+from poolsplit_core.demo_zh import format_report_zh, run_demo_zh
 from poolsplit_core.plan import (
     coverage,
     format_coverage,
@@ -91,7 +97,20 @@ from poolsplit_core.plan import (
     pools_to_json,
     sample_queries,
 )
-from poolsplit_core.poolsplit import Decision, Explanation, Ledger, Pool, __version__, explain_pools
+from poolsplit_core.poolsplit import (
+    Decision,
+    Explanation,
+    Ledger,
+    Pool,
+    Scorer,
+    TokenCounter,
+    __version__,
+    cjk_token_counter,
+    default_scorer,
+    default_token_counter,
+    explain_pools,
+    make_scorer,
+)
 
 __all__ = [
     "UsageError", "load_queries", "load_store", "main", "parse_now", "parse_pool_spec",
@@ -284,11 +303,16 @@ def parse_now(text: str) -> datetime:
 
 def _cmd_demo(args: argparse.Namespace) -> str:
     if args.postgres:
+        if args.lang != "en":
+            raise UsageError("--postgres runs the English demo; leave out --lang")
         # Lazy: only this flag needs LangGraph, a driver and the server wheel.
         from poolsplit_integrations._demo_postgres import run_postgres_demo
 
         report, header = run_postgres_demo()
         return _dump(report) if args.json else header + "\n\n" + format_report(report)
+    if args.lang == "zh":
+        report = run_demo_zh()
+        return _dump(report) if args.json else format_report_zh(report)
     report = run_demo()
     if args.json:
         return _dump(report)
@@ -417,9 +441,12 @@ class _Request:
     """A parsed retrieve/explain call: store, pools, context, now."""
 
     def __init__(self, store: str, entries: list[dict[str, Any]], pools: list[Pool],
-                 context: dict[str, Any], now: datetime | None) -> None:
+                 context: dict[str, Any], now: datetime | None, scorer: Scorer | None = None,
+                 token_counter: TokenCounter = default_token_counter) -> None:
         self.store, self.entries, self.pools = store, entries, pools
         self.context, self.now = context, now
+        self.scorer = default_scorer if scorer is None else scorer
+        self.token_counter = token_counter
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> _Request:
@@ -434,11 +461,14 @@ class _Request:
             seen.add(pool.name)
         now = None if args.now is None else parse_now(args.now)
         context = {"message": args.message, "project": args.project, "tags": args.tag or []}
-        return cls(args.store, load_store(args.store), pools, context, now)
+        scorer = default_scorer if args.words == "ascii" else make_scorer(words=args.words)
+        return cls(args.store, load_store(args.store), pools, context, now, scorer,
+                   _COUNTERS[args.tokens])
 
     def explain(self) -> Explanation:
         try:
-            return explain_pools(self.entries, self.pools, self.context, now=self.now)
+            return explain_pools(self.entries, self.pools, self.context, now=self.now,
+                                 scorer=self.scorer, token_counter=self.token_counter)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{_display_name(self.store)}: {exc}") from None
 
@@ -469,6 +499,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Single budget (one scorer, one budget, no always tier) vs pool-split on"
         " the sample store shipped with poolsplit, then a burst of fresh entries.",
     )
+    demo.add_argument("--lang", choices=("en", "zh"), default="en",
+                      help="en: the English sample store (default); zh: the Chinese one, scored"
+                      " with the Unicode word reader and the CJK token counter")
     demo.add_argument("--json", action="store_true", help="print machine-readable JSON")
     demo.add_argument(
         "--postgres", action="store_true",
@@ -511,7 +544,16 @@ def _add_request_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tag", action="append", metavar="TAG", help="a context tag, repeatable")
     parser.add_argument("--now", metavar="ISO",
                         help="the time to score recency at (default: now), e.g. 2026-11-01")
+    parser.add_argument("--words", choices=("ascii", "unicode"), default="ascii",
+                        help="the message factor's words: ascii (the default scorer's [a-z0-9]"
+                        " words) or unicode (any script; Chinese, Japanese, Korean as bigrams)")
+    parser.add_argument("--tokens", choices=tuple(_COUNTERS), default="default",
+                        help="the token estimate: default (len // 4) or cjk (CJK characters"
+                        " about one token each)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+_COUNTERS: dict[str, TokenCounter] = {"default": default_token_counter, "cjk": cjk_token_counter}
 
 
 def _ordered(explanation: Explanation, pools: Sequence[Pool]) -> list[Decision]:

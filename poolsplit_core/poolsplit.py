@@ -59,6 +59,7 @@ import math
 import numbers
 import re
 import threading
+import unicodedata
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
+    Union,
     cast,
 )
 
@@ -91,24 +93,29 @@ __version__ = "0.1.0"
 __all__ = [
     "OUTCOMES",
     "AlwaysScopeOverflowError",
+    "ConfiguredScorer",
     "Decision",
     "Explanation",
     "Ledger",
     "Pool",
     "PreparedStore",
     "__version__",
+    "cjk_token_counter",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
     "explain_pools",
+    "make_scorer",
     "retrieve",
     "retrieve_pools",
+    "unicode_words",
 ]
 
 E = TypeVar("E", bound=Mapping[str, Any])
 Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 ActivityTest = Callable[[Mapping[str, Any]], bool]
+WordReader = Callable[[str], AbstractSet[str]]
 
 
 # --------------------------------------------------------------------------
@@ -250,12 +257,14 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_pattern", "project", "tags", "words")
+    __slots__ = ("_pattern", "project", "reader", "tags", "words")
 
-    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str]) -> None:
+    def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
+                 reader: Optional[WordReader] = None) -> None:
         self.words = words
         self.project = project
         self.tags = tags
+        self.reader = reader  # None: W(text), the default words
         self._pattern: Optional[re.Pattern[str]] = None
 
     @property
@@ -268,7 +277,8 @@ class _Query:
         return self._pattern
 
     @classmethod
-    def from_context(cls, context: Optional[Mapping[str, Any]]) -> _Query:
+    def from_context(cls, context: Optional[Mapping[str, Any]],
+                     reader: Optional[WordReader] = None) -> _Query:
         if context is None:
             context = {}
         if not isinstance(context, Mapping):
@@ -279,14 +289,18 @@ class _Query:
                 f"context['message'] must be a str or None, got {type(message).__name__}"
             )
         tags = _tag_set(context.get("tags"), "context['tags']")
-        return cls(next(_word_sets([message or ""])), context.get("project"), tags)
+        if reader is None:
+            return cls(next(_word_sets([message or ""])), context.get("project"), tags)
+        words = frozenset(_read_words(reader, message, "context['message']")) if message else (
+            frozenset())
+        return cls(words, context.get("project"), tags, reader)
 
 
 def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label: str) -> float:
     """:func:`default_scorer` for a prepared query: every field read and checked."""
     base = _base_priority(entry, label)
     tags = _tag_set(entry.get("tags"), f"{label}: tags")
-    shared = _shared_words(_content(entry), query) if query.words else 0
+    shared = _shared_words(_content(entry), query, label) if query.words else 0
     return _entry_score(base, _time_us(entry.get("created")), tags, entry.get("project"),
                         shared, query, _epoch_us(now))
 
@@ -363,9 +377,14 @@ def _base_priority(entry: Mapping[str, Any], label: str) -> float:
     return base
 
 
-def _shared_words(text: str, query: _Query) -> int:
-    """``|W(text) & W(message)|``: only the message's words are looked for."""
-    return len(set(query.pattern.findall(text.lower())))
+def _shared_words(text: str, query: _Query, label: str) -> int:
+    """``|W(text) & W(message)|``: only the message's words are looked for.
+
+    With another word reader (:func:`make_scorer`), the words it reads in both.
+    """
+    if query.reader is None:
+        return len(set(query.pattern.findall(text.lower())))
+    return len(query.words.intersection(_read_words(query.reader, text, label)))
 
 
 # W(text) is read with C-level steps only, since a build reads every entry:
@@ -396,6 +415,359 @@ def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> 
         return max(1, len(text) // 4)
     return _check_count(token_counter(text), _label(entry, index))
 
+
+
+# --------------------------------------------------------------------------
+# Beyond English: a Unicode word reader, a CJK token counter, the scorer factory
+# --------------------------------------------------------------------------
+
+# Everything in this section is opt-in: the default scorer, counter and every
+# default path above and below never call it.
+#
+# Han, Hiragana, Katakana and Hangul have no spaces between words, so a run of
+# them is read as its overlapping bigrams (the CJK-bigram analysis of search
+# engines). Their punctuation (U+3000-303F, full-width forms) is read as a
+# separator first, by category.
+_CJK_RANGES = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x2E80, 0x2FDF),  # CJK and Kangxi radicals
+    (0x3005, 0x3007),  # iteration mark, closing mark, ideographic zero
+    (0x3021, 0x3029),  # Hangzhou numerals
+    (0x3031, 0x3035),  # kana repeat marks
+    (0x3038, 0x303C),
+    (0x3041, 0x30FF),  # Hiragana, Katakana
+    (0x3131, 0x318E),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo extended-A
+    (0xAC00, 0xD7FF),  # Hangul syllables, Jamo extended-B
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFFDC),  # half-width Katakana and Hangul
+    (0x1B000, 0x1B16F),  # kana supplement, extended-A, small kana
+    (0x20000, 0x3134F),  # CJK extensions B to G, compatibility supplement
+)
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+# What the token counter counts as about one token each: CJK letters, and
+# CJK punctuation and full-width forms.
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}\u3000-\u303f\uff00-\uffef]")
+_VARIATION_SELECTORS = frozenset(
+    [*range(0x180B, 0x180E), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+_CJK, _COMMON = "\x00cjk", ""  # the two classes of word characters that are not a script
+
+
+class _LazyTable(Dict[int, Optional[int]]):
+    """A ``str.translate`` table filled on first sight of each character (C speed after).
+
+    A character ``rule`` accepts becomes ``into`` (None deletes it); the rest stay.
+    """
+
+    def __init__(self, rule: Callable[[str], bool], into: Optional[int]) -> None:
+        super().__init__()
+        self.rule, self.into = rule, into
+
+    def __missing__(self, code: int) -> Optional[int]:
+        self[code] = value = self.into if self.rule(chr(code)) else code
+        return value
+
+
+def _dropped(ch: str) -> bool:
+    """Format characters (zero-width joiners, soft hyphens, ...) and variation selectors."""
+    return unicodedata.category(ch) == "Cf" or ord(ch) in _VARIATION_SELECTORS
+
+
+def _separates(ch: str) -> bool:
+    """Neither a letter, a mark, a decimal digit, nor a CJK character."""
+    category = unicodedata.category(ch)
+    if category[0] in "LM" or category == "Nd":
+        return False
+    return not (category[0] == "N" and _CJK_RUN.fullmatch(ch))
+
+
+_DROPS = _LazyTable(_dropped, None)  # deleted
+_SPACES = _LazyTable(_separates, ord(" "))
+_SCRIPT: Dict[str, str] = {}  # character -> its class: _CJK, _COMMON or a script's name
+
+
+def _script_of(ch: str) -> str:
+    """The class of a word character: CJK, common (marks, digits, modifiers) or its script."""
+    got = _SCRIPT.get(ch)
+    if got is None:
+        category = unicodedata.category(ch)
+        if _CJK_RUN.fullmatch(ch):
+            got = _CJK
+        elif category[0] == "M" or category in ("Nd", "Lm"):
+            got = _COMMON  # joins the run it is in: Devanagari vowel signs stay in their word
+        else:  # a letter: its script is the first word of its name (LATIN, CYRILLIC, ...)
+            got = unicodedata.name(ch, "").split(" ", 1)[0]
+        _SCRIPT[ch] = got
+    return got
+
+
+# Characters the fold leaves as they are, or turns into another separator
+# (full-width punctuation, the ideographic space): a text of only these reads
+# the same words unfolded, and skips the costly fold (most Chinese text).
+_FOLDS_ALIKE = re.compile(
+    "[^\x00-\x40\x5b-\x7f\u2018\u2019\u201c\u201d\u3000-\u3003\u3008-\u3011"
+    "\u3041-\u3096\u30a1-\u30fa\u30fc\u4e00-\u9fff\uac00-\ud7a3"
+    "\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f]")
+
+
+def _fold(text: str) -> str:
+    """NFKC, casefold, NFKC again, after dropping format characters and variation selectors."""
+    text = text.translate(_DROPS)
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def unicode_words(text: str) -> FrozenSet[str]:
+    """The words of ``text`` in any script, for stores that are not (only) English.
+
+    >>> sorted(unicode_words("我是中国人"))
+    ['中国', '国人', '我是', '是中']
+    >>> sorted(unicode_words("GitHub备份 of the Straße"))
+    ['github', 'strasse', '备份']
+
+    The text is folded (format characters and variation selectors dropped;
+    NFKC, casefold, NFKC: full-width Latin letters and digits read as ASCII,
+    ``Straße`` reads as ``STRASSE`` does, half-width katakana as full width).
+    Then, split at every character that is not a letter, mark or decimal
+    digit:
+
+    - a run of letters, marks and digits of one alphabetic script is one
+      word, kept when longer than 2 characters and not one of the default
+      scorer's 57 stopwords (marks stay inside their word: Devanagari does
+      not break apart);
+    - a run of Han, Hiragana, Katakana or Hangul gives its overlapping
+      bigrams, or the single character for a run of one;
+    - a run ends where the script changes (``GitHub备份``: ``github``,
+      ``备份``); digits and marks join the alphabetic run they are in.
+
+    Scripts other than CJK that are written without spaces (Thai, Lao,
+    Khmer, Myanmar) need a dictionary to find their words: here a run of
+    them is one word. For ASCII text these are exactly the default scorer's
+    words. Pass it to
+    :func:`make_scorer` (``make_scorer(words=unicode_words)``) to score with
+    it; which characters are letters follows the interpreter's Unicode tables.
+    """
+    if text.isascii():
+        return next(_word_sets([text]))
+    words: Set[str] = set()
+    folded = _fold(text) if _FOLDS_ALIKE.search(text) else text
+    for token in folded.translate(_SPACES).split():
+        if token.isascii():
+            if len(token) > 2 and token not in _STOPWORDS:
+                words.add(token)
+        elif _CJK_RUN.fullmatch(token):
+            _add_bigrams(token, words)
+        else:
+            _read_runs(token, words)
+    return frozenset(words)
+
+
+def _add_bigrams(run: str, words: Set[str]) -> None:
+    if len(run) == 1:
+        words.add(run)
+    else:
+        words.update([run[i:i + 2] for i in range(len(run) - 1)])
+
+
+def _read_runs(token: str, words: Set[str]) -> None:
+    """Split a token of word characters where its script changes, and read each run."""
+    start, script = 0, None  # the current run: where it starts, its script (None: not yet)
+    for at, ch in enumerate(token):
+        kind = _script_of(ch)
+        if kind == _CJK:
+            if script != _CJK:
+                _add_run(token[start:at], script, words)
+                start, script = at, _CJK
+        elif script == _CJK:
+            _add_run(token[start:at], script, words)
+            start, script = at, (None if kind == _COMMON else kind)
+        elif kind != _COMMON:
+            if script is None:
+                script = kind
+            elif kind != script:
+                _add_run(token[start:at], script, words)
+                start, script = at, kind
+    _add_run(token[start:], script, words)
+
+
+def _add_run(run: str, script: Optional[str], words: Set[str]) -> None:
+    if not run:
+        return
+    if script == _CJK:
+        _add_bigrams(run, words)
+    elif len(run) > 2 and run not in _STOPWORDS:
+        words.add(run)
+
+
+def cjk_token_counter(text: str) -> int:
+    """Estimate tokens with CJK characters at about one token each, the rest at ``len // 4``.
+
+    >>> cjk_token_counter("数据库迁移"), cjk_token_counter("x" * 40), cjk_token_counter("")
+    (5, 10, 1)
+    >>> cjk_token_counter("迁移 the invoices table")  # 2 + 19 // 4
+    6
+
+    An estimate, never 0: an LLM tokenizer reads a Chinese, Japanese or
+    Korean character as roughly one token, where :func:`default_token_counter`
+    (a quarter of the length) would count a 400-character Chinese paragraph
+    as 100 and let CJK pools overrun their budgets about threefold. For exact
+    counts plug your model's tokenizer in its place, e.g. with tiktoken::
+
+        enc = tiktoken.get_encoding("cl100k_base")
+        retrieve_pools(store, pools, token_counter=lambda text: len(enc.encode(text)))
+    """
+    if text.isascii():
+        return max(1, len(text) // 4)
+    cjk = len(_CJK_CHAR.findall(text))
+    return max(1, cjk + (len(text) - cjk) // 4)
+
+
+#: The word readers a scorer's options can name as data (``{"words": "unicode"}``).
+WORD_READERS: Mapping[str, Optional[WordReader]] = MappingProxyType(
+    {"ascii": None, "unicode": unicode_words})
+
+
+class ConfiguredScorer:
+    """The default score with options: what :func:`make_scorer` returns.
+
+    >>> scorer = make_scorer(words=unicode_words)
+    >>> scorer
+    ConfiguredScorer(words='unicode')
+    >>> entry = {"content": "数据库迁移今晚完成"}
+    >>> default_scorer(entry, {"message": "数据库迁移"}), scorer(entry, {"message": "数据库迁移"})
+    (5.0, 12.5)
+
+    Called like :func:`default_scorer` (``scorer(entry, context, now=now)``).
+    Its options are plain attributes, so the prepared paths can read them and
+    keep their speed: a :class:`PreparedStore` built with this scorer indexes
+    each entry with its word reader. Two scorers with the same options are
+    equal. :meth:`to_data` writes the options as JSON-ready data
+    (``make_scorer(**scorer.to_data())`` reads them back), for named options
+    only.
+
+    Options (keyword-only; every one absent is exactly :func:`default_scorer`):
+
+    - ``words``: the word reader of the message factor, ``text -> set of
+      str``; ``None`` (or ``"ascii"``) is the default ``[a-z0-9]`` words,
+      ``"unicode"`` is :func:`unicode_words`. A reader that returns anything
+      but a set of strings is refused, naming the entry.
+    """
+
+    __slots__ = ("words",)
+    #: The option names, in the order ``repr`` and ``to_data`` list them.
+    OPTIONS: Tuple[str, ...] = ("words",)
+
+    def __init__(self, *, words: Union[str, WordReader, None] = None) -> None:
+        if isinstance(words, str):
+            if words not in WORD_READERS:
+                raise ValueError(f"words must be one of {', '.join(map(repr, WORD_READERS))},"
+                                 f" a callable or None, got {words!r}")
+            words = WORD_READERS[words]
+        elif words is not None and not callable(words):
+            raise TypeError(f"words must be a word reader (text -> set of str), a name or None,"
+                            f" got {type(words).__name__}")
+        self.words: Optional[WordReader] = words
+
+    def __call__(self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]] = None,
+                 *, now: Optional[datetime] = None) -> float:
+        """Score ``entry`` as :func:`default_scorer` does, with these options."""
+        query = _Query.from_context(context, self.words)
+        return _default_score(entry, query, _utc_now(now), _label(entry, None))
+
+    def _key(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.OPTIONS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfiguredScorer):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = []
+        for name in self.OPTIONS:
+            value = getattr(self, name)
+            if value is not None:
+                if name == "words":
+                    value = _reader_name(value) or value
+                shown.append(f"{name}={value!r}")
+        return f"ConfiguredScorer({', '.join(shown)})"
+
+    def to_data(self) -> Dict[str, Any]:
+        """The options as JSON-ready data; ``TypeError`` for an option that is unnamed code.
+
+        >>> make_scorer(words="unicode").to_data()
+        {'words': 'unicode'}
+        """
+        name = "ascii" if self.words is None else _reader_name(self.words)
+        if name is None:
+            raise TypeError(f"scorer option words is a custom word reader"
+                            f" ({getattr(self.words, '__qualname__', self.words)!r}),"
+                            f" which is code, not data; name one of {', '.join(WORD_READERS)}")
+        return {"words": name}
+
+    def _walks_with(self, reader: Optional[WordReader]) -> bool:
+        """True when a prepared index read with ``reader`` can answer for this scorer.
+
+        An option the prepared walk does not bound must make this False (the
+        store then answers statelessly, correctly).
+        """
+        return self.words is reader
+
+
+def make_scorer(*, words: Union[str, WordReader, None] = None) -> ConfiguredScorer:
+    """Build the default scorer with options; with none, it scores as :func:`default_scorer`.
+
+    >>> chinese = make_scorer(words=unicode_words)
+    >>> round(chinese({"content": "周五前完成数据库迁移"}, {"message": "数据库迁移"}), 3)
+    12.5
+    >>> make_scorer()({"content": "x"}, {"message": "x"}) == default_scorer({"content": "x"},
+    ...                                                                   {"message": "x"})
+    True
+
+    See :class:`ConfiguredScorer` for the options. Pass the result as
+    ``scorer=`` to :func:`retrieve_pools` and the other functions, and to
+    :class:`PreparedStore` (which then indexes with its word reader).
+    """
+    return ConfiguredScorer(words=words)
+
+
+def _reader_name(reader: Any) -> Optional[str]:
+    for name, known in WORD_READERS.items():
+        if known is reader:
+            return name
+    return None
+
+
+#: The options of :func:`default_scorer`: every option absent.
+_PLAIN = ConfiguredScorer()
+
+
+def _options_of(scorer: Any) -> Optional[ConfiguredScorer]:
+    """The options a scorer is the default score with; None for any other scorer."""
+    if scorer is default_scorer:
+        return _PLAIN
+    return scorer if type(scorer) is ConfiguredScorer else None
+
+
+def _read_words(reader: WordReader, text: str, label: str) -> AbstractSet[str]:
+    """``reader(text)``, checked: a set of str, else a TypeError naming the entry."""
+    got = reader(text)
+    if reader is unicode_words:
+        return got
+    if not isinstance(got, AbstractSet) or isinstance(got, Mapping):
+        raise TypeError(f"{label}: the word reader must return a set of str,"
+                        f" got {type(got).__name__}")
+    for word in got:
+        if not isinstance(word, str):
+            raise TypeError(f"{label}: the word reader must return a set of str,"
+                            f" got {word!r} in it")
+    return got
 
 
 # --------------------------------------------------------------------------
@@ -597,7 +969,11 @@ class _Call:
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.context = context
-        self.query = _Query.from_context(context)
+        # The default score with options (default_scorer, make_scorer) is
+        # computed here, factor by factor; any other scorer is called.
+        self.options = _options_of(scorer)
+        self.query = _Query.from_context(
+            context, self.options.words if self.options is not None else None)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
         self.scorer = scorer
@@ -632,7 +1008,7 @@ class _Call:
         always = self.always.load(pool, (lambda i: id(entries[i]) not in taken) if taken else None)
         picked: List[Any] = [entries[i] for i in always]
 
-        lazy = trace is None and self.scorer is default_scorer and bool(self.query.words)
+        lazy = trace is None and self.options is not None and bool(self.query.words)
         message_max = _message_factor(len(self.query.words), self.query)
         contextual: List[Any] = []
         for i in self.contextual:
@@ -716,8 +1092,9 @@ class _Call:
         if i not in self.scores:
             entry = self.entries[i]
             label = _label(entry, i)
-            if self.scorer is default_scorer:
-                shared = _shared_words(_content(entry), self.query) if self.query.words else 0
+            if self.options is not None:
+                shared = (_shared_words(_content(entry), self.query, label) if self.query.words
+                          else 0)
                 # The message factor comes last: the score is the partial times it, exactly.
                 value: Any = self.partial_score(i) * _message_factor(shared, self.query)
             elif self.scorer_takes_now:
@@ -928,24 +1305,34 @@ class PreparedStore:
     filter does) walks only that tenant's entries, so it costs what the
     tenant's share costs. A query without it reads every entry (stateless).
 
-    A scorer other than :func:`default_scorer` falls back to the stateless
-    path, correctly. The store may be shared by threads: queries and writes
-    take one lock, so a query never sees a write half done.
+    ``scorer`` is what queries score with unless they name another; a
+    :func:`make_scorer` scorer is indexed with its word reader
+    (``PreparedStore(entries, scorer=make_scorer(words=unicode_words))``
+    prepares a Chinese store) and walked like the default one. A query with
+    a scorer the index cannot bound (a custom callable, or another word
+    reader) falls back to the stateless path, correctly. The store may be
+    shared by threads: queries and writes take one lock, so a query never
+    sees a write half done.
     """
 
     def __init__(
         self,
         entries: Iterable[Mapping[str, Any]] = (),
         *,
+        scorer: Scorer = default_scorer,
         token_counter: TokenCounter = default_token_counter,
         is_active: ActivityTest = default_is_active,
         partition_key: Optional[str] = None,
     ) -> None:
-        for name, fn in (("token_counter", token_counter), ("is_active", is_active)):
+        for name, fn in (("scorer", scorer), ("token_counter", token_counter),
+                         ("is_active", is_active)):
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
         if partition_key is not None and not isinstance(partition_key, str):
             raise TypeError(f"partition_key must be a str or None, got {partition_key!r}")
+        self.scorer = scorer
+        options = _options_of(scorer)
+        self.words: Optional[WordReader] = options.words if options is not None else None
         self.token_counter = token_counter
         self.is_active = is_active
         self.partition_key = partition_key
@@ -979,14 +1366,15 @@ class PreparedStore:
         key = self.partition_key
         parts: Dict[Any, _Part] = {}
         if key is None:
-            part = parts[_WHOLE] = _Part(self.token_counter, self.is_active, None)
+            part = parts[_WHOLE] = _Part(self.token_counter, self.is_active, None, self.words)
             part.index.build(list(listed))
         else:
             members: Dict[Any, List[Mapping[str, Any]]] = {}
             for slot, entry in enumerate(listed):
                 value = _partition_of(entry, key, slot)
                 if value not in parts:
-                    parts[value] = _Part(self.token_counter, self.is_active, _positions())
+                    parts[value] = _Part(self.token_counter, self.is_active, _positions(),
+                                           self.words)
                     members[value] = []
                 cast(MutableSequence[int], parts[value].slots).append(slot)
                 members[value].append(entry)
@@ -1059,13 +1447,17 @@ class PreparedStore:
         pools: Sequence[Pool],
         context: Optional[Mapping[str, Any]] = None,
         *,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         now: Optional[datetime] = None,
         where: Optional[Mapping[str, Any]] = None,
         max_always_tokens: Optional[int] = None,
     ) -> Dict[str, List[Mapping[str, Any]]]:
-        """What :func:`retrieve_pools` gives over the stored entries (``where`` as for decide)."""
+        """What :func:`retrieve_pools` gives over the stored entries (``where`` as for decide).
+
+        ``scorer=None`` (in every query method) is the store's own scorer.
+        """
         checked = _check_pools(pools)
+        scorer = self.scorer if scorer is None else scorer
         walked = self._walk(checked, context, scorer, now, [], where, None, max_always_tokens)
         if walked is None:
             decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
@@ -1079,7 +1471,7 @@ class PreparedStore:
         pools: Sequence[Pool],
         context: Optional[Mapping[str, Any]] = None,
         *,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
         where: Optional[Mapping[str, Any]] = None,
@@ -1094,6 +1486,7 @@ class PreparedStore:
         stored entries followed by ``extra``.
         """
         checked = _check_pools(pools)
+        scorer = self.scorer if scorer is None else scorer
         keep = _both(_matcher(where), include)
         entries = self._entries_with(_check_entries(extra))
         return self._stateless(entries, checked, context, scorer, now, keep, max_always_tokens)
@@ -1103,7 +1496,7 @@ class PreparedStore:
         pools: Sequence[Pool],
         context: Optional[Mapping[str, Any]] = None,
         *,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         now: Optional[datetime] = None,
         extra: Sequence[Mapping[str, Any]] = (),
         where: Optional[Mapping[str, Any]] = None,
@@ -1124,6 +1517,7 @@ class PreparedStore:
         for :func:`retrieve_pools`, over the kept entries.
         """
         checked = _check_pools(pools)
+        scorer = self.scorer if scorer is None else scorer
         extra = _check_entries(extra)
         walked = self._walk(checked, context, scorer, now, extra, where, include,
                             max_always_tokens)
@@ -1152,13 +1546,15 @@ class PreparedStore:
     ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]], Callable[[int], int]]]:
         """The prepared walk: the entries it indexed into, its picks, and each pick's position.
 
-        None when the walk cannot answer: a scorer other than the default,
-        or a partitioned store queried without its partition key.
+        None when the walk cannot answer: a scorer other than the default
+        score with this index's word reader, or a partitioned store queried
+        without its partition key.
         """
         keep = _both(_matcher(where), include)
         key = self.partition_key
         routed = key is None or (where is not None and key in where)
-        if scorer is not default_scorer or not routed:
+        options = _options_of(scorer)
+        if options is None or not options._walks_with(self.words) or not routed:
             return None
         with self._lock:  # a query never sees a write half done
             if key is None:
@@ -1167,7 +1563,7 @@ class PreparedStore:
                 value = cast(Mapping[str, Any], where)[key]
                 part = self._parts.get(value) if _hashable(value) else None
             index = part.index if part is not None else _Index(self.token_counter,
-                                                                self.is_active)
+                                                                self.is_active, self.words)
             entries = index.entries + extra if extra else index.entries
             query = _PreparedQuery(index, entries, context, now, keep, max_always_tokens)
             picks = query.run(pools)
@@ -1197,7 +1593,8 @@ class PreparedStore:
         else:
             value = _partition_of(entry, self.partition_key, slot)
             if value not in self._parts:
-                self._parts[value] = _Part(self.token_counter, self.is_active, _positions())
+                self._parts[value] = _Part(self.token_counter, self.is_active, _positions(),
+                                           self.words)
             part = self._parts[value]
         part.index.insert(entry)  # reads (and may refuse) the entry before anything changes
         if part.slots is not None:
@@ -1278,8 +1675,8 @@ class _Part:
     __slots__ = ("index", "slots")
 
     def __init__(self, token_counter: TokenCounter, is_active: ActivityTest,
-                 slots: Optional[MutableSequence[int]]) -> None:
-        self.index = _Index(token_counter, is_active)
+                 slots: Optional[MutableSequence[int]], words: Optional[WordReader]) -> None:
+        self.index = _Index(token_counter, is_active, words)
         self.slots = slots  # ascending; None: the n-th entry is in the n-th slot
 
 
@@ -1339,8 +1736,10 @@ _INACTIVE.sort_key, _INACTIVE.tags, _INACTIVE.words = ("", ""), (), ()
 class _Index:
     """The prepared data of a PreparedStore."""
 
-    def __init__(self, token_counter: TokenCounter, is_active: ActivityTest) -> None:
+    def __init__(self, token_counter: TokenCounter, is_active: ActivityTest,
+                 words: Optional[WordReader] = None) -> None:
         self.token_counter, self.is_active = token_counter, is_active
+        self.words = words  # the word reader; None: W(text)
         self.entries: List[Mapping[str, Any]] = []
         self.facts: List[_Facts] = []
         self.always: Dict[Any, List[int]] = {}  # type -> always-scope entries, store order
@@ -1362,9 +1761,15 @@ class _Index:
         """The facts of ``entries`` (store indices from ``start``); words are read in bulk."""
         facts = [_Facts(entry, i, self.token_counter) if self.is_active(entry) else _INACTIVE
                  for i, entry in enumerate(entries, start)]
-        regular = [(f, entry) for f, entry in zip(facts, entries) if f.group is not None]
-        for (f, _), words in zip(regular, _word_sets([_content(entry) for _, entry in regular])):
-            f.words = words
+        reader = self.words
+        if reader is None:
+            regular = [(f, entry) for f, entry in zip(facts, entries) if f.group is not None]
+            for (f, _), words in zip(regular, _word_sets([_content(e) for _, e in regular])):
+                f.words = words
+            return facts
+        for i, (f, entry) in enumerate(zip(facts, entries), start):
+            if f.group is not None:
+                f.words = _read_words(reader, _content(entry), _label(entry, i))
         return facts
 
     def build(self, entries: List[Mapping[str, Any]]) -> None:
@@ -1642,7 +2047,7 @@ class _PreparedQuery:
         max_always_tokens: Optional[int],
     ) -> None:
         self.index, self.entries, self.include = index, entries, include
-        self.query = _Query.from_context(context)
+        self.query = _Query.from_context(context, index.words)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
         self.facts = index.facts

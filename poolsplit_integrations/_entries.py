@@ -48,6 +48,7 @@ from typing import Any
 
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
+    ConfiguredScorer,
     Decision,
     Explanation,
     Pool,
@@ -56,6 +57,7 @@ from poolsplit_core.poolsplit import (
     default_is_active,
     default_scorer,
     default_token_counter,
+    make_scorer,
 )
 
 logger = logging.getLogger("poolsplit")
@@ -317,7 +319,10 @@ class Options:
 
     Components read it from their fields on every call (:meth:`of`), so
     assigning ``retriever.k = 2`` needs nothing rebuilt: the prepared store
-    depends only on the entries, ``token_counter`` and ``is_active``.
+    depends only on the entries, ``token_counter`` and ``is_active`` (and
+    indexes with the scorer's word reader, :func:`~poolsplit_core.poolsplit.make_scorer`:
+    a scorer assigned later with another reader is still obeyed, by the
+    stateless path).
     """
 
     pools: Sequence[Pool]
@@ -371,6 +376,7 @@ class LiveStore:
         self,
         items: Iterable[tuple[Mapping[str, Any], Any]] = (),
         *,
+        scorer: Any = default_scorer,
         token_counter: Any = default_token_counter,
         is_active: Any = default_is_active,
         partition_key: str | None = None,
@@ -386,14 +392,14 @@ class LiveStore:
         for _, obj in pairs:
             self._count(obj, 1)
         self.store = store if store is not None else PreparedStore(
-            [entry for entry, _ in pairs], token_counter=token_counter,
+            [entry for entry, _ in pairs], scorer=scorer, token_counter=token_counter,
             is_active=is_active, partition_key=partition_key)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LiveStore:
         """An independent store holding the same objects (a lock cannot be copied)."""
         entries = self.store.entries
         pairs = [(dict(entry), self.object_of(entry)) for entry in entries]
-        return LiveStore(pairs, token_counter=self.store.token_counter,
+        return LiveStore(pairs, scorer=self.store.scorer, token_counter=self.store.token_counter,
                          is_active=self.store.is_active,
                          partition_key=self.store.partition_key, key=self.key)
 
@@ -419,7 +425,8 @@ class LiveStore:
             if entry.get("id") is None:
                 raise ValueError(f"cannot write an entry without an id: {entry!r}")
         PreparedStore([entry for entry, _ in items],  # reads (and refuses) before any write
-                      token_counter=self.store.token_counter, is_active=self.store.is_active)
+                      scorer=self.store.scorer, token_counter=self.store.token_counter,
+                      is_active=self.store.is_active)
         with self._writing:
             return [self._upsert(entry, obj) for entry, obj in items]
 
@@ -710,8 +717,29 @@ def pools_to_data(pools: Iterable[Pool]) -> list[dict[str, Any]]:
 
 
 def default_hook(name: str, value: Any) -> Any:
-    """``value``, or the default hook for ``None`` (how a serialised default reads back)."""
-    return CALLABLE_DEFAULTS[name] if value is None else value
+    """``value``, or the default hook for ``None`` (how a serialised default reads back).
+
+    A ``scorer`` given as a mapping is a configured scorer's options, as
+    serialised: ``{"words": "unicode"}`` reads back as ``make_scorer(words="unicode")``.
+    """
+    if value is None:
+        return CALLABLE_DEFAULTS[name]
+    return scorer_from_data(value) if name == "scorer" else value
+
+
+def scorer_from_data(value: Any) -> Any:
+    """``value``, or the configured scorer a mapping of options describes."""
+    if isinstance(value, Mapping):
+        return make_scorer(**{str(key): option for key, option in value.items()})
+    return value
+
+
+def scorer_data(values: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"scorer": options}`` when the scorer is a configured one and not skipped, else ``{}``."""
+    scorer = values.get("scorer")
+    if "scorer" in set(skip) or not isinstance(scorer, ConfiguredScorer):
+        return {}
+    return {"scorer": scorer.to_data()}
 
 
 def refuse_unserialisable(
@@ -725,8 +753,9 @@ def refuse_unserialisable(
     """Refuse to serialise a component holding code: a NotSerializableError naming the field.
 
     A hook (``scorer``, ``token_counter``, ``is_active``) serialises only as
-    its default; a ``live`` field (a base retriever, a live store) only
-    as None.
+    its default, or for the scorer as a configured scorer's named options
+    (:func:`~poolsplit_core.poolsplit.make_scorer`); a ``live`` field (a base
+    retriever, a live store) only as None.
 
     Args:
         owner: the component's class name.
@@ -738,6 +767,15 @@ def refuse_unserialisable(
     skipped = set(skip)
     for name, default in CALLABLE_DEFAULTS.items():
         value = values.get(name, default)
+        if name not in skipped and isinstance(value, ConfiguredScorer):
+            try:
+                value.to_data()  # named options serialise as data
+            except TypeError as exc:
+                raise NotSerializableError(
+                    f"{owner} cannot be serialised: {name} is {value!r}: {exc}; "
+                    + hint.format(name=name)
+                ) from None
+            continue
         if name not in skipped and value is not default:
             raise NotSerializableError(
                 f"{owner} cannot be serialised: {name} is a custom callable"

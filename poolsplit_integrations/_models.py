@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from poolsplit_core.poolsplit import (
+    ConfiguredScorer,
     Pool,
     default_is_active,
     default_scorer,
@@ -103,7 +104,9 @@ class OptionsModel(BaseModel):
         return pools_to_data(pools)
 
     @field_serializer(*CALLABLE_DEFAULTS, when_used="json", check_fields=False)
-    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> None:
+    def _hooks_as_data(self, value: Any, info: FieldSerializationInfo) -> Any:
+        if isinstance(value, ConfiguredScorer):  # its named options (checked first)
+            return value.to_data()
         if value is not CALLABLE_DEFAULTS[info.field_name]:  # components refuse by name first
             raise NotSerializableError(f"{info.field_name} is a custom callable")
         return None

@@ -31,7 +31,8 @@ LangChain writes them, and ``model_validate``/``model_validate_json`` rebuild
 an equal component. What is code (a custom ``scorer``, ``token_counter`` or
 ``is_active``) or a live object (``base_retriever``) cannot be written as
 JSON: ``model_dump_json()`` refuses it by name (a ``TypeError``); exclude the
-field and pass it again when rebuilding.
+field and pass it again when rebuilding. A configured scorer
+(``make_scorer(words="unicode")``) is data: it is written as its options.
 
 Needs the ``langchain`` extra: ``pip install 'poolsplit[langchain]'``.
 """
@@ -239,7 +240,7 @@ def _live_store(documents: Sequence[Document], options: Options) -> LiveStore:
     """The prepared store of ``documents`` (partitioned by the first required filter key)."""
     return LiveStore(
         [(to_entry(doc.page_content, doc.metadata, doc.id), doc) for doc in documents],
-        token_counter=options.token_counter, is_active=options.is_active,
+        scorer=options.scorer, token_counter=options.token_counter, is_active=options.is_active,
         partition_key=options.partition_key, key=_doc_key,
     )
 

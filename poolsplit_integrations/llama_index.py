@@ -67,7 +67,8 @@ docstore writes them. What is code -- a custom ``scorer``, ``token_counter``
 or ``is_active`` -- or a live object (a ``base_retriever``, a block's
 ``PreparedStore`` or retriever store) is refused
 by name (a ``TypeError``): serialise with ``exclude={"scorer"}`` and pass it
-again, ``from_dict(data, scorer=...)``.
+again, ``from_dict(data, scorer=...)``. A configured scorer
+(``make_scorer(words="unicode")``) is data: it is written as its options.
 """
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ from poolsplit_integrations._entries import (  # noqa: E402
     refuse_unknown,
     refuse_unserialisable,
     result_metadata,
+    scorer_data,
+    scorer_from_data,
     to_entry,
     warn_unpooled,
 )
@@ -206,7 +209,8 @@ def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str) -> Live
     """
     try:
         live = LiveStore([(_node_entry(node), node) for node in _unique_nodes(nodes)],
-                         token_counter=options.token_counter, is_active=options.is_active,
+                         scorer=options.scorer, token_counter=options.token_counter,
+                         is_active=options.is_active,
                          partition_key=options.partition_key, key=_node_id)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{owner}: {err}") from err
@@ -345,9 +349,11 @@ class _Serialisable:
             NotSerializableError: a custom ``scorer``/``token_counter``/``is_active``
                 or a live object (a ``TypeError``), unless excluded.
         """
-        refuse_unserialisable(type(self).__name__, self._values(), live=self._LIVE,
-                              skip=excluded(kwargs.get("exclude")), hint=_SERIALISE_HINT)
+        values, skip = self._values(), excluded(kwargs.get("exclude"))
+        refuse_unserialisable(type(self).__name__, values, live=self._LIVE, skip=skip,
+                              hint=_SERIALISE_HINT)
         data = self._data(**kwargs)
+        data.update(scorer_data(values, skip))  # a configured scorer's options, as data
         data["class_name"] = self.class_name()
         return data
 
@@ -546,8 +552,8 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
                 f" got {type(base_retriever).__name__}"
             )
         self._options = Options(
-            pools, k=k, context=context, scorer=scorer, token_counter=token_counter,
-            is_active=is_active, now=now, filter=filter,
+            pools, k=k, context=context, scorer=scorer_from_data(scorer),
+            token_counter=token_counter, is_active=is_active, now=now, filter=filter,
             require_filter_keys=check_required_keys(require_filter_keys),
             max_always_tokens=max_always_tokens,
         )
@@ -963,7 +969,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
             items = [(_node_entry(item), item) if isinstance(item, BaseNode) else (item, item)
                      for item in store]
             try:
-                self._live = LiveStore(items, token_counter=options.token_counter,
+                self._live = LiveStore(items, scorer=options.scorer,
+                                       token_counter=options.token_counter,
                                        is_active=options.is_active,
                                        partition_key=options.partition_key)
             except (TypeError, ValueError) as err:

@@ -1,8 +1,9 @@
 """Run README blocks in a fresh interpreter that sees only one install; report what happened.
 
 Used by ``tests/test_readme.py``: ``python tests/readme_runner.py`` reads
-``{"blocks": [[first_line, code], ...], "prelude": code, "allowed": [dist, ...]}``
-as JSON on stdin. Every installed distribution not in ``allowed`` is hidden:
+``{"blocks": [[first_line, code], ...], "prelude": code, "allowed": [dist, ...],
+"readme": name}`` as JSON on stdin (``readme`` defaults to ``README.md``).
+Every installed distribution not in ``allowed`` is hidden:
 importing one of its modules raises ``ModuleNotFoundError``, as if it were
 not installed -- so a block runs as it would after ``pip install`` of just
 its extra, and an optional import a library tries (``try: import numpy``)
@@ -56,13 +57,14 @@ def files_outside(allowed: set[str]) -> set[str]:
 
 def main() -> None:
     request = json.load(sys.stdin)
+    readme = request.get("readme", "README.md")
     sys.meta_path.insert(0, Hidden(files_outside(set(request["allowed"]))))
     before = set(sys.modules)
     printed: dict[int, list[str]] = {}
 
     def recording_print(*args: Any, **kwargs: Any) -> None:
         frame = sys._getframe(1)
-        if frame.f_code.co_filename == "README.md" and "file" not in kwargs:
+        if frame.f_code.co_filename == readme and "file" not in kwargs:
             buffer = io.StringIO()
             builtins.print(*args, **kwargs, file=buffer)
             printed.setdefault(frame.f_lineno, []).append(buffer.getvalue())
@@ -75,7 +77,7 @@ def main() -> None:
     try:
         exec(compile(request.get("prelude", ""), "prelude", "exec"), {"__name__": "prelude"})
         for first_line, code in request["blocks"]:
-            exec(compile("\n" * (first_line - 1) + code, "README.md", "exec"), namespace)
+            exec(compile("\n" * (first_line - 1) + code, readme, "exec"), namespace)
     except BaseException:  # report it: the test shows the reader's traceback
         error = traceback.format_exc()
     finally:

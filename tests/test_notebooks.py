@@ -33,6 +33,8 @@ EXPECTED = {
                                   "=== turn 4", "Staging API keys are rotated on Fridays",
                                   "=== turn 5",
                                   "pool-split: types covered per turn [8, 8, 8, 8, 8, 8] of 8"]},
+    "06_": {"plots": 2, "texts": ["unicode words", "split/unicode", "message only",
+                                  "fresh entries", "10/10"]},
     "07_": {"plots": 3, "texts": ["Plan for 1400 tokens", "Coverage over 32 queries", "knee:",
                                   "starved cells: hand-made"]},
 }

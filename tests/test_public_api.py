@@ -20,18 +20,22 @@ import poolsplit_core.poolsplit as core
 PUBLIC_NAMES = sorted([
     "OUTCOMES",
     "AlwaysScopeOverflowError",
+    "ConfiguredScorer",
     "Decision",
     "Explanation",
     "Ledger",
     "Pool",
     "PreparedStore",
     "__version__",
+    "cjk_token_counter",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
     "explain_pools",
+    "make_scorer",
     "retrieve",
     "retrieve_pools",
+    "unicode_words",
 ])
 
 KEYWORD_ONLY_DEFAULTS = {
@@ -95,6 +99,17 @@ def test_pool_signature_is_name_limits_then_optional_types():
     assert [(n, p.default) for n, p in params.items()] == [
         ("name", inspect.Parameter.empty), ("max_tokens", inspect.Parameter.empty),
         ("max_entries", inspect.Parameter.empty), ("types", None)]
+
+
+def test_make_scorer_takes_only_keyword_options_each_absent_by_default():
+    params = inspect.signature(core.make_scorer).parameters.values()
+    assert [(p.name, p.kind, p.default) for p in params] == [
+        ("words", inspect.Parameter.KEYWORD_ONLY, None)]
+
+
+def test_word_reader_and_cjk_counter_take_one_text():
+    assert list(inspect.signature(core.unicode_words).parameters) == ["text"]
+    assert list(inspect.signature(core.cjk_token_counter).parameters) == ["text"]
 
 
 def test_version_is_a_pep_440_release_string_shared_by_the_package():

@@ -1,6 +1,7 @@
 """Every README example runs after the install the README names for it, and prints what it says.
 
-Each ``python`` block is tagged, on the line before it, with the install it
+The same holds for the Chinese README, ``README.zh-CN.md`` (its install
+section is "安装"). Each ``python`` block is tagged, on the line before it, with the install it
 needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the README must
 show that ``pip install`` to the reader (in the block's section or under
 Install). The blocks of a section that share a tag run in order, in one
@@ -36,6 +37,9 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+README_ZH = ROOT / "README.zh-CN.md"
+#: Each tested README and the title of its install section.
+READMES = {README: "Install", README_ZH: "安装"}
 RUNNER = Path(__file__).resolve().parent / "readme_runner.py"
 OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer = str.split\n"
 
@@ -48,13 +52,15 @@ OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer 
 class Block:
     """One ``python`` block: its section, first code line, code and tagged install."""
 
-    def __init__(self, section: str, line: int, code: str, requires: str | None) -> None:
+    def __init__(self, section: str, line: int, code: str, requires: str | None,
+                 readme: Path = README) -> None:
         self.section, self.line, self.code, self.requires = section, line, code, requires
+        self.readme = readme
 
 
-def read_blocks() -> list[Block]:
+def read_blocks(readme: Path = README) -> list[Block]:
     blocks, section, tag = [], "", None
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = readme.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -65,7 +71,7 @@ def read_blocks() -> list[Block]:
             tag = match.group(1)
         elif line.startswith("```python"):
             end = lines.index("```", i + 1)
-            blocks.append(Block(section, i + 2, "\n".join(lines[i + 1:end]) + "\n", tag))
+            blocks.append(Block(section, i + 2, "\n".join(lines[i + 1:end]) + "\n", tag, readme))
             i, tag = end, None
         elif line.strip():
             tag = None  # a tag belongs to the block right below it
@@ -74,19 +80,21 @@ def read_blocks() -> list[Block]:
 
 
 def groups() -> dict[str, list[Block]]:
-    """Blocks run together: same section, same install, in README order."""
+    """Blocks run together: same README, same section, same install, in README order."""
     out: dict[str, list[Block]] = {}
-    for block in read_blocks():
-        out.setdefault(f"{block.section} [{block.requires}]", []).append(block)
+    for readme in READMES:
+        prefix = "" if readme == README else f"{readme.name}: "
+        for block in read_blocks(readme):
+            out.setdefault(f"{prefix}{block.section} [{block.requires}]", []).append(block)
     return out
 
 
-def installs_shown(section: str) -> list[set[str]]:
+def installs_shown(section: str, readme: Path = README) -> list[set[str]]:
     """The ``pip install`` commands a reader sees in ``section`` and under Install."""
-    text = README.read_text(encoding="utf-8")
+    text = readme.read_text(encoding="utf-8")
     parts = re.split(r"^## (.+)$", text, flags=re.M)
     bodies = dict(zip(parts[1::2], parts[2::2]))
-    shown = bodies.get(section, "") + bodies.get("Install", "")
+    shown = bodies.get(section, "") + bodies.get(READMES[readme], "")
     return [set(command.replace("'", "").split())
             for command in re.findall(r"pip install ([^`\n#]+)", shown)]
 
@@ -185,6 +193,23 @@ def test_every_python_block_names_the_install_it_needs_and_the_reader_sees_it():
             f" section '{block.section}' never shows")
 
 
+def test_the_chinese_readme_has_the_quickstart_and_both_adapters_tagged_and_shown():
+    blocks = read_blocks(README_ZH)
+    assert {b.section for b in blocks} == {"核心快速上手", "LangChain", "LlamaIndex"}
+    for block in blocks:
+        assert block.requires, f"README.zh-CN.md line {block.line}: no requires tag"
+        assert set(block.requires.split()) in installs_shown(block.section, README_ZH), (
+            f"README.zh-CN.md line {block.line} needs `pip install {block.requires}`,"
+            f" which its section '{block.section}' never shows")
+    text = README_ZH.read_text(encoding="utf-8")
+    assert "make demo" in text and "make test" in text
+
+
+def test_the_readme_links_the_chinese_readme_on_its_first_screen():
+    first_screen = README.read_text(encoding="utf-8").splitlines()[:12]
+    assert any("(README.zh-CN.md)" in line for line in first_screen)
+
+
 def test_promised_output_is_matched_line_by_line_in_order():
     assert matches(["a", "b", "c"], ["a", "...", "c"])
     assert matches(["a", "b"], ["a", "..."])
@@ -208,7 +233,7 @@ def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     allowed = closure(set(requires.split())) | {"poolsplit"}
     prelude = OFFLINE_TOKENIZER if "llama_index" in "".join(b.code for b in blocks) else ""
     payload = {"prelude": prelude, "blocks": [[b.line, b.code] for b in blocks],
-               "allowed": sorted(allowed)}
+               "allowed": sorted(allowed), "readme": blocks[0].readme.name}
     done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -234,7 +259,7 @@ def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     for line, expected in promised.items():
         got = report["printed"].get(str(line), "").splitlines()
         assert matches(got, expected), (
-            f"README line {line} promises:\n" + "\n".join(expected)
+            f"{blocks[0].readme.name} line {line} promises:\n" + "\n".join(expected)
             + "\nbut printed:\n" + "\n".join(got))
 
 
