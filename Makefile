@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo demo-postgres test lint bench bench-build clean
+.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -37,10 +37,14 @@ lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both ada
 test: lint  ## lint, then the whole test suite (notebooks included)
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.dev  ## speed: reference vs stateless core vs prepared store; the adapters per turn; LangGraph on PostgreSQL
+bench: $(VENV)/.dev  ## speed: every path, the adapters per turn, LangGraph on PostgreSQL, every store profile
 	$(BIN)/python benchmarks/bench_retrieve.py
 	$(BIN)/python benchmarks/bench_adapters.py
 	$(BIN)/python benchmarks/bench_langgraph.py
+	$(BIN)/python benchmarks/bench_profiles.py
+
+bench-profiles: $(VENV)/.dev  ## speed on six store profiles: every path and adapter, p95, BM25 peers, plot
+	$(BIN)/python benchmarks/bench_profiles.py
 
 bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
 	$(BIN)/python benchmarks/build_floor.py

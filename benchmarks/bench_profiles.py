@@ -1,0 +1,332 @@
+"""Speed on several store profiles: every path, median / p95 / max, peers from the same run.
+
+Run with ``make bench-profiles`` (or ``python benchmarks/bench_profiles.py
+[--sizes 1000 10000] [--profiles flat wide]``). For each profile of
+``benchmarks/profiles.py`` and each size it times, on the same queries:
+
+- the literal reference (``tests/reference.py``) over the entries the query's
+  filter keeps (a few queries: it is slow);
+- the stateless core (``retrieve_pools``) over the same entries;
+- the prepared store (``PreparedStore.retrieve_pools`` with ``where=``);
+- the prepared store through each adapter (LangChain and LlamaIndex
+  retrievers), next to the core on the same message-only contexts, since an
+  adapter's context is its message plus its defaults;
+- the build, and one upsert and one delete;
+- bm25s and rank_bm25 (what LangChain's ``BM25Retriever`` uses) ranking the same
+  entries' contents for the same messages: ranks only, no budgets, types,
+  recency or activity.
+
+Every path's answer is checked against the reference's on every query it
+shares with it, and against the stateless core on every other query. The run
+prints one table per size, writes ``benchmarks/profiles.json`` and a plot of
+latency against size, ``benchmarks/profiles.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_retrieve import NOW, POOLS, same, summary  # noqa: E402
+from profiles import PROFILES, Profile  # noqa: E402
+
+from poolsplit_core.poolsplit import PreparedStore, retrieve_pools  # noqa: E402
+from tests.reference import ref_retrieve_pools  # noqa: E402
+
+PathTimes = dict[str, Any]
+
+
+def _kept(store: list[dict], where: dict | None) -> list[dict]:
+    if not where:
+        return store
+    return [e for e in store if all(k in e and e[k] == v for k, v in where.items())]
+
+
+def _time(fn: Any, items: list[Any]) -> tuple[list[float], list[Any]]:
+    times, answers = [], []
+    for item in items:
+        start = time.perf_counter()
+        answers.append(fn(item))
+        times.append(time.perf_counter() - start)
+    return times, answers
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    out = summary(times)
+    out["max_ms"] = max(times) * 1e3
+    return out
+
+
+def _ids(loaded: dict[str, list[dict]]) -> list[str]:
+    return [e["id"] for pool in POOLS for e in loaded.get(pool.name, [])]
+
+
+def _adapters(store: list[dict], profile: Profile, n: int,
+              messages: list[str], wheres: list[dict | None]) -> dict[str, Any]:
+    """Each adapter's retriever on the same store and message-only contexts."""
+    out: dict[str, Any] = {}
+    prepared = PreparedStore(store, partition_key="user_id" if profile.name == "tenants" else None)
+
+    def core(item: tuple[str, dict | None]) -> list[str]:
+        message, where = item
+        return _ids(prepared.retrieve_pools(POOLS, {"message": message}, now=NOW, where=where))
+
+    items = list(zip(messages, wheres))
+    core(items[0])
+    core_t, core_a = _time(core, items)
+    out["core_message_only"] = _stats(core_t)
+    try:
+        from langchain_core.documents import Document
+
+        from poolsplit_integrations.langchain import PoolSplitRetriever as LCRetriever
+    except ImportError:  # pragma: no cover - the bench extra installs both
+        LCRetriever = None
+    if LCRetriever is not None:
+        docs = [Document(page_content=e["content"], id=e["id"],
+                         metadata={k: v for k, v in e.items() if k not in ("content", "id")})
+                for e in store]
+        retriever = LCRetriever(documents=docs, pools=POOLS, now=NOW)
+
+        def lc(item: tuple[str, dict | None]) -> list[str]:
+            message, where = item
+            got = retriever.invoke(message, filter=where) if where else retriever.invoke(message)
+            return [d.id for d in got]
+
+        lc(items[0])
+        lc_t, lc_a = _time(lc, items)
+        out["langchain"] = _stats(lc_t)
+        out["langchain_same"] = all(sorted(a) == sorted(b) for a, b in zip(lc_a, core_a))
+    try:
+        from llama_index.core.schema import TextNode
+
+        from poolsplit_integrations.llama_index import PoolSplitRetriever as LIRetriever
+    except ImportError:  # pragma: no cover
+        LIRetriever = None
+    if LIRetriever is not None:
+        nodes = [TextNode(id_=e["id"], text=e["content"],
+                          metadata={k: v for k, v in e.items() if k not in ("content", "id")})
+                 for e in store]
+        base = LIRetriever(nodes=nodes, pools=POOLS, now=NOW)
+        bound: dict[str, Any] = {}
+
+        def li(item: tuple[str, dict | None]) -> list[str]:
+            message, where = item
+            r = base
+            if where:
+                key = json.dumps(where, sort_keys=True)
+                r = bound.get(key) or bound.setdefault(key, base.with_filter(where))
+            return [h.node.node_id for h in r.retrieve(message)]
+
+        li(items[0])
+        li_t, li_a = _time(li, items)
+        out["llamaindex"] = _stats(li_t)
+        out["llamaindex_same"] = all(sorted(a) == sorted(b) for a, b in zip(li_a, core_a))
+    return out
+
+
+def _peers(store: list[dict], messages: list[str]) -> dict[str, Any]:
+    """bm25s and rank_bm25 ranking the same contents: build once, time each query's top 30."""
+    out: dict[str, Any] = {}
+    corpus = [e["content"] for e in store]
+    try:
+        import bm25s
+
+        start = time.perf_counter()
+        tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False)
+        index = bm25s.BM25()
+        index.index(tokens, show_progress=False)
+        out["bm25s_build_s"] = time.perf_counter() - start
+
+        def bm(message: str) -> Any:
+            q = bm25s.tokenize([message], stopwords="en", show_progress=False)
+            return index.retrieve(q, k=min(30, len(corpus)), show_progress=False)
+
+        bm(messages[0])
+        out["bm25s"] = _stats(_time(bm, messages)[0])
+    except ImportError:  # pragma: no cover - the bench extra installs it
+        pass
+    try:
+        from rank_bm25 import BM25Okapi
+
+        start = time.perf_counter()
+        okapi = BM25Okapi([c.lower().split() for c in corpus])
+        out["rank_bm25_build_s"] = time.perf_counter() - start
+        few = messages[: 5 if len(store) >= 100_000 else 15]
+        out["rank_bm25"] = _stats(_time(
+            lambda m: okapi.get_top_n(m.lower().split(), corpus, n=30), few)[0])
+    except ImportError:  # pragma: no cover
+        pass
+    return out
+
+
+def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, Any]:
+    store = profile.make(n)
+    queries = profile.queries(count, 11)
+    wheres = profile.where(n, count)
+    items = list(zip(queries, wheres))
+    ref_count = 2 if n >= 100_000 else (5 if n >= 10_000 else 10)
+    core_count = 5 if n >= 100_000 else 15
+
+    ref_t, ref_a = _time(lambda it: ref_retrieve_pools(_kept(store, it[1]), POOLS, it[0], now=NOW),
+                         items[:ref_count])
+    core_t, core_a = _time(lambda it: retrieve_pools(_kept(store, it[1]), POOLS, it[0], now=NOW),
+                           items[:core_count])
+    builds = []
+    for _ in range(1 if n >= 100_000 else 3):
+        start = time.perf_counter()
+        prepared = PreparedStore(
+            store, partition_key="user_id" if profile.name == "tenants" else None)
+        builds.append(time.perf_counter() - start)
+
+    def prep(it: tuple[dict, dict | None]) -> dict[str, list[dict]]:
+        return prepared.retrieve_pools(POOLS, it[0], now=NOW, where=it[1])
+
+    _time(prep, items)  # steady state: one untimed pass
+    prep_t, prep_a = _time(prep, items)
+    identical = (all(same(a, b) for a, b in zip(ref_a, core_a))
+                 and all(same(a, b) for a, b in zip(core_a, prep_a)))
+
+    rng = random.Random(5)
+    targets = rng.sample(range(n), min(100, n))
+    upsert_t, delete_t = [], []
+    for i in targets:
+        replacement = {**store[i], "content": store[i]["content"][::-1]}
+        start = time.perf_counter()
+        prepared.upsert(replacement)
+        upsert_t.append(time.perf_counter() - start)
+    for i in targets:
+        start = time.perf_counter()
+        prepared.delete(store[i]["id"])
+        delete_t.append(time.perf_counter() - start)
+    live = prepared.entries
+    identical = identical and all(
+        same(prepared.retrieve_pools(POOLS, q, now=NOW, where=w),
+             retrieve_pools(_kept(live, w), POOLS, q, now=NOW))
+        for q, w in items[:3])
+
+    messages = [q["message"] for q in queries]
+    row: dict[str, Any] = {
+        "profile": profile.name, "n": n,
+        "reference": _stats(ref_t), "stateless": _stats(core_t), "prepared": _stats(prep_t),
+        "build_s": statistics.median(builds), "upsert": _stats(upsert_t),
+        "delete": _stats(delete_t), "identical": identical,
+        "always_loaded": statistics.mean(
+            sum(1 for pool in a.values() for e in pool if e.get("scope") == "always")
+            for a in prep_a),
+    }
+    row["x_stateless"] = row["reference"]["median_ms"] / row["stateless"]["median_ms"]
+    row["adapters"] = _adapters(store, profile, n, messages, wheres)
+    if with_peers:
+        row["peers"] = _peers(_kept(store, None), messages)
+    return row
+
+
+def _fmt(s: dict[str, float] | None) -> str:
+    if not s:
+        return f"{'-':>20}"
+    return f"{s['median_ms']:8.2f} {s['p95_ms']:8.2f} {s['max_ms']:7.1f}"[:26].rjust(26)
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    head = (f"{'profile':<12} {'N':>7} | {'reference':>9} | {'stateless med/p95/max':>26} | "
+            f"{'prepared med/p95/max':>26} | {'LangChain med/p95/max':>26} | "
+            f"{'LlamaIndex med/p95/max':>26} | {'LC/core':>7} | {'LI/core':>7} | "
+            f"{'x core':>6} | {'build s':>7} | "
+            f"{'upsert':>6} | {'delete':>6} | {'bm25s':>6} | {'rank_bm25':>9} | same")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        a, p = r["adapters"], r.get("peers", {})
+        same_all = r["identical"] and a.get("langchain_same", True) and a.get(
+            "llamaindex_same", True)
+        base = a["core_message_only"]["median_ms"]
+        lc = a.get("langchain", {}).get("median_ms", float("nan")) / base
+        li = a.get("llamaindex", {}).get("median_ms", float("nan")) / base
+        print(f"{r['profile']:<12} {r['n']:>7} | {r['reference']['median_ms']:9.1f} |"
+              f" {_fmt(r['stateless'])} | {_fmt(r['prepared'])} |"
+              f" {_fmt(a.get('langchain'))} | {_fmt(a.get('llamaindex'))} |"
+              f" {lc:6.2f}x | {li:6.2f}x |"
+              f" {r['x_stateless']:5.1f}x | {r['build_s']:7.2f} |"
+              f" {r['upsert']['median_ms']:6.3f} | {r['delete']['median_ms']:6.3f} |"
+              f" {p.get('bm25s', {}).get('median_ms', float('nan')):6.2f} |"
+              f" {p.get('rank_bm25', {}).get('median_ms', float('nan')):9.1f} |"
+              f" {'yes' if same_all else 'NO'}")
+
+
+def _plot(rows: list[dict[str, Any]], out: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        return
+    names = sorted({r["profile"] for r in rows}, key=list(PROFILES).index)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True,
+                             squeeze=False)
+    for ax, name in zip(axes[0], names):
+        mine = sorted((r for r in rows if r["profile"] == name), key=lambda r: r["n"])
+        sizes = [r["n"] for r in mine]
+        for label, get in (
+            ("reference", lambda r: r["reference"]["median_ms"]),
+            ("stateless", lambda r: r["stateless"]["median_ms"]),
+            ("prepared", lambda r: r["prepared"]["median_ms"]),
+            ("prepared p95", lambda r: r["prepared"]["p95_ms"]),
+            ("LangChain", lambda r: r["adapters"].get("langchain", {}).get("median_ms")),
+            ("LlamaIndex", lambda r: r["adapters"].get("llamaindex", {}).get("median_ms")),
+            ("bm25s", lambda r: r.get("peers", {}).get("bm25s", {}).get("median_ms")),
+        ):
+            ys = [get(r) for r in mine]
+            if all(y is not None for y in ys):
+                ax.plot(sizes, ys, marker="o", label=label,
+                        linestyle="--" if "p95" in label or label == "bm25s" else "-")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("entries")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("ms per query (median)")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES))
+    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "profiles.json"))
+    args = parser.parse_args()
+    # The heavy always tier is over every pool's budget by design: its warning
+    # would repeat on every query.
+    logging.getLogger("poolsplit").setLevel(logging.ERROR)
+    print(f"poolsplit profiles -- {len(POOLS)} pools, default scorer, Python "
+          f"{platform.python_version()}, {args.queries} queries per prepared run; ms")
+    rows = []
+    for n in args.sizes:
+        for name in args.profiles:
+            rows.append(bench(PROFILES[name], n, args.queries, not args.no_peers))
+            print(f"  {name} {n}: done", file=sys.stderr, flush=True)
+        _print([r for r in rows if r["n"] == n])
+    out = Path(args.out)
+    out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
+    _plot(rows, out.with_suffix(".png"))
+    return 0 if all(r["identical"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
