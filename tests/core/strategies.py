@@ -242,8 +242,11 @@ def near_tie_entry(rng, n):
         entry["id"] = f"e{n}"
     elif roll < 0.93:
         entry["id"] = n  # an int id: sorts by str(), next to the str ones
-    if rng.random() < 0.9:
+    roll = rng.random()
+    if roll < 0.88:
         entry["type"] = rng.choice(NEAR_TYPES)
+    elif roll < 0.9:
+        entry["type"] = ["note"]  # no dict can key it: kept apart, and only a pool of every type
     if rng.random() < 0.12:
         entry["scope"] = "always"
     roll = rng.random()
