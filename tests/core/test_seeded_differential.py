@@ -163,11 +163,13 @@ def check_prepared(rng, store):
         where["type"] = rng.choice(s.NEAR_TYPES)
     keep = [i for i, e in enumerate(model) if all(k in e and e[k] == v for k, v in where.items())]
     pools, context, now = s.near_tie_pools(rng), s.near_tie_context(rng), s.near_tie_now(rng)
-    _, _, loaded = expected(model, pools, context, now, keep)
+    decisions, ledgers, loaded = expected(model, pools, context, now, keep)
     want = {name: [row[0] for row in got] for name, got in loaded.items()}
     for prepared in (split_by_user, plain):
         assert rows(prepared.decide(pools, context, now=now, where=where)) == loaded
         assert identities(prepared.retrieve_pools(pools, context, now=now, where=where)) == want
+    check_explanation(split_by_user.explain_pools(pools, context, now=now, where=where), model,
+                      decisions, ledgers, keep)
 
 
 def run_seed(seed):
