@@ -48,7 +48,7 @@ bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next
 # e.g. make mutate MUTANTS='poolsplit_core.poolsplit.x__recency*'. Each runs the
 # seeded differential (on MUTATE_STORES stores) and the spec tests ([tool.mutmut]).
 MUTANTS ?=
-MUTATE_STORES ?= 240
+MUTATE_STORES ?= 150
 
 mutate: $(VENV)/.mutate  ## mutation testing of the core with mutmut (long; prints the survivors)
 	POOLSPLIT_SEEDED_STORES=$(MUTATE_STORES) $(BIN)/mutmut run $(MUTANTS)

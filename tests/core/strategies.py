@@ -297,7 +297,8 @@ def near_tie_context(rng):
     if rng.random() < 0.85:
         context["message"] = " ".join(rng.choice(NEAR_VOCAB) for _ in range(rng.randint(0, 6)))
     if rng.random() < 0.5:
-        context["project"] = rng.choice((*NEAR_PROJECTS, None))
+        # a list is no project of any entry, and no dict can key it
+        context["project"] = rng.choice((*NEAR_PROJECTS, None, ["atlas"]))
     if rng.random() < 0.5:
         context["tags"] = rng.sample(NEAR_TAGS, rng.randint(0, 3))
     return context
