@@ -840,3 +840,16 @@ def test_explain_an_entry_no_pool_loaded_is_decided_in_the_last_pool_that_consid
 def test_explain_outcomes_are_a_closed_set():
     assert set(OUTCOMES) == {"always", "selected", "inactive", "no_pool", "over_tokens",
                              "over_entries"}
+
+
+@pytest.mark.parametrize("context", [None, {"message": "deploy the release"}],
+                         ids=["scored at once", "message factor deferred"])
+@pytest.mark.parametrize("fn", [retrieve_pools, explain_pools])
+def test_a_bad_priority_names_the_entry_by_its_index_on_every_scoring_path(fn, context):
+    # With a message, the default scorer's message factor is deferred: the
+    # rest of the score is computed (and checked) first, and must still name
+    # the entry, here by its index, as it has no id.
+    store = [{"content": "deploy"}, {"base_priority": "hi", "content": "deploy"}]
+    with pytest.raises(ValueError, match=r"^entry at index 1: base_priority must be a number, "
+                                         r"got 'hi'$"):
+        fn(store, [Pool("p", 10, 5)], context)
