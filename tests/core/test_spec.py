@@ -17,6 +17,7 @@ import pytest
 from poolsplit_core.poolsplit import (
     OUTCOMES,
     Pool,
+    PreparedStore,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -886,3 +887,13 @@ def test_a_deferred_bound_sorts_before_an_exact_score_it_ties():
              {"id": "0", "base_priority": 2, "content": "deploy"}]
     got = retrieve_pools(store, [Pool("p", 10, 1)], {"message": "deploy"})
     assert [e["id"] for e in got["p"]] == ["0"]
+
+
+def test_a_stream_not_yet_started_sorts_before_an_exact_score_it_ties():
+    # The stored "0" and the extra "1" both score 5, undated: the id decides.
+    # "1" is scored at once (an extra); "0" waits in a stream not yet started,
+    # whose bound (5) must sort before "1" so that "0" is read first.
+    store = PreparedStore([{"id": "0", "base_priority": 5, "content": "x"}])
+    extra = [{"id": "1", "base_priority": 5, "content": "x"}]
+    got = store.decide([Pool("p", 10, 1)], extra=extra)
+    assert [d.entry["id"] for d in got["p"]] == ["0"]
