@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build clean
+.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build mutate clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -21,6 +21,10 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $@ $(VENV)/.core
+
+$(VENV)/.mutate: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[mutate]"
+	touch $@ $(VENV)/.dev $(VENV)/.core
 
 install: $(VENV)/.dev  ## create .venv and install poolsplit with every extra
 
@@ -49,5 +53,16 @@ bench-profiles: $(VENV)/.dev  ## speed on six store profiles: every path and ada
 bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
 	$(BIN)/python benchmarks/build_floor.py
 
+# Mutants to run: every one of the core by default, or globs of mutant names,
+# e.g. make mutate MUTANTS='poolsplit_core.poolsplit.x__recency*'. Each runs the
+# seeded differential (on MUTATE_STORES stores) and the spec tests ([tool.mutmut]).
+MUTANTS ?=
+MUTATE_STORES ?= 150
+
+mutate: $(VENV)/.mutate  ## mutation testing of the core with mutmut (long; prints the survivors)
+	POOLSPLIT_SEEDED_STORES=$(MUTATE_STORES) $(BIN)/mutmut run $(MUTANTS)
+	@echo "surviving mutants (mutmut show NAME for the diff):"
+	@$(BIN)/mutmut results
+
 clean:  ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache mutants

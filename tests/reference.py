@@ -230,6 +230,77 @@ def ref_retrieve_pools(entries, pools, context=None, *, scorer=None, token_count
     return result
 
 
+def ref_explain_pools(entries, pools, context=None, *, scorer=None, token_counter=None,
+                      is_active=None, now=None):
+    """What explain_pools reports, from the same rules read pool by pool.
+
+    Returns ``(decisions, ledgers)``: per input index a tuple ``(outcome, pool,
+    score, cost, tokens_left, rank)``, and per pool name a dict of its ledger's
+    fields. A pool decides every active entry of its types that no earlier
+    pool took: always-scope ones load first (rank in input order), the rest
+    are walked in sort order -- ``over_entries`` once the cap is met,
+    ``over_tokens`` (with the tokens left) when the entry does not fit,
+    ``selected`` otherwise. A later pool's decision replaces an earlier one;
+    an entry no pool considered is ``no_pool`` (active) or ``inactive``.
+    """
+    scorer = ref_default_scorer if scorer is None else scorer
+    token_counter = ref_default_token_counter if token_counter is None else token_counter
+    is_active = ref_default_is_active if is_active is None else is_active
+    now = resolve_now(now)
+    entries = list(entries)
+    with_now = takes_now(scorer)
+    decided = {}
+    ledgers = {}
+    taken = set()
+    for pool in pools:
+        considered = [(i, e) for i, e in enumerate(entries)
+                      if id(e) not in taken and is_active(e)
+                      and (pool.types is None or e.get("type", "note") in pool.types)]
+        rank = 0
+        always_tokens = 0
+        for i, e in considered:
+            if e.get("scope") == "always":
+                price = cost(e, token_counter)
+                decided[i] = ("always", pool.name, None, price, None, rank)
+                always_tokens += price
+                rank += 1
+                taken.add(id(e))
+        n_always = rank
+        ranked = sorted(((sort_key(e, i, context, now, scorer, with_now), i, e)
+                         for i, e in considered if e.get("scope") != "always"),
+                        key=lambda t: t[0])
+        tokens_left, count, over_tokens, over_entries = pool.max_tokens, 0, 0, 0
+        for key, i, e in ranked:
+            price = cost(e, token_counter)
+            score = -key[0]
+            if count == pool.max_entries:
+                decided[i] = ("over_entries", pool.name, score, price, None, None)
+                over_entries += 1
+            elif price > tokens_left:
+                decided[i] = ("over_tokens", pool.name, score, price, tokens_left, None)
+                over_tokens += 1
+            else:
+                decided[i] = ("selected", pool.name, score, price, None, rank)
+                rank += 1
+                count += 1
+                tokens_left -= price
+                taken.add(id(e))
+        ledgers[pool.name] = {
+            "pool": pool.name, "max_tokens": pool.max_tokens, "max_entries": pool.max_entries,
+            "tokens_used": pool.max_tokens - tokens_left, "selected": count,
+            "always": n_always, "always_tokens": always_tokens,
+            "skipped_tokens": over_tokens, "skipped_entries": over_entries,
+        }
+    decisions = []
+    for i, e in enumerate(entries):
+        if i in decided:
+            decisions.append(decided[i])
+        else:
+            decisions.append(("no_pool" if is_active(e) else "inactive", None, None, None,
+                              None, None))
+    return decisions, ledgers
+
+
 __all__ = [
     "STOPWORDS",
     "Pool",
@@ -238,6 +309,7 @@ __all__ = [
     "ref_default_is_active",
     "ref_default_scorer",
     "ref_default_token_counter",
+    "ref_explain_pools",
     "ref_retrieve",
     "ref_retrieve_pools",
     "sort_key",

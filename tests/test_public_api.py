@@ -6,6 +6,7 @@ nowhere else in this file).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from importlib import resources
@@ -58,9 +59,67 @@ def test_package_reexports_the_same_names_as_the_same_objects():
         assert getattr(poolsplit_core, name) is getattr(core, name), name
 
 
-@pytest.mark.parametrize("name", PUBLIC_NAMES)
-def test_every_public_name_resolves(name):
-    assert hasattr(core, name)
+@pytest.mark.parametrize("name", [n for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")])
+def test_every_public_name_is_documented_where_it_is_defined(name):
+    # help() and the IDE show this text: a public name without it is a gap
+    obj = getattr(core, name)
+    assert obj.__module__ == core.__name__
+    assert inspect.getdoc(obj) and len(inspect.getdoc(obj)) > 20
+
+
+def test_outcomes_are_the_closed_set_in_the_order_they_are_decided():
+    assert core.OUTCOMES == ("inactive", "no_pool", "always", "selected", "over_entries",
+                             "over_tokens")
+
+
+def test_decision_and_ledger_fields_are_the_documented_ones_in_order():
+    assert [f.name for f in dataclasses.fields(core.Decision)] == [
+        "entry", "index", "outcome", "pool", "score", "cost", "tokens_left", "rank"]
+    assert [f.name for f in dataclasses.fields(core.Ledger)] == [
+        "pool", "max_tokens", "max_entries", "tokens_used", "selected", "always",
+        "always_tokens", "skipped_tokens", "skipped_entries"]
+    assert [f.name for f in dataclasses.fields(core.Explanation)] == ["decisions", "ledgers"]
+
+
+def test_an_always_scope_overflow_is_a_value_error_carrying_what_overflowed():
+    # callers that catch ValueError for bad input catch the ceiling too
+    store = [{"id": "fix", "scope": "always", "token_count": 9}]
+    with pytest.raises(ValueError) as raised:
+        core.retrieve_pools(store, [core.Pool("p", 5, 5)], max_always_tokens=8)
+    error = raised.value
+    assert isinstance(error, core.AlwaysScopeOverflowError)
+    assert (error.entries, error.total, error.limit) == ((store[0],), 9, 8)
+
+
+def test_the_default_counter_and_activity_test_follow_the_readme():
+    assert [core.default_token_counter(t) for t in ("", "abc", "abcd", "x" * 41)] == [
+        1, 1, 1, 10]
+    assert core.default_is_active({}) is True
+    assert core.default_is_active({"status": "retired"}) is False
+    assert core.default_is_active({"superseded_by": "m-2"}) is False
+    assert core.default_is_active({"superseded_by": ""}) is True
+
+
+def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
+    build = inspect.signature(core.PreparedStore).parameters
+    assert [(n, p.kind, p.default) for n, p in build.items()] == [
+        ("entries", inspect.Parameter.POSITIONAL_OR_KEYWORD, ()),
+        ("scorer", inspect.Parameter.KEYWORD_ONLY, core.default_scorer),
+        ("token_counter", inspect.Parameter.KEYWORD_ONLY, core.default_token_counter),
+        ("is_active", inspect.Parameter.KEYWORD_ONLY, core.default_is_active),
+        ("partition_key", inspect.Parameter.KEYWORD_ONLY, None),
+    ]
+    for method, keywords in (
+        (core.PreparedStore.retrieve_pools, ["scorer", "now", "where", "max_always_tokens"]),
+        (core.PreparedStore.explain_pools,
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens"]),
+        (core.PreparedStore.decide,
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens"]),
+    ):
+        params = inspect.signature(method).parameters.values()
+        assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == [
+            "self", "pools", "context"]
+        assert [p.name for p in params if p.kind is p.KEYWORD_ONLY] == keywords
 
 
 @pytest.mark.parametrize(("function", "positional"), [

@@ -10,6 +10,7 @@ dict object listed twice.
 from __future__ import annotations
 
 import math
+import random
 from datetime import datetime, timedelta, timezone
 
 from hypothesis import strategies as st
@@ -204,3 +205,121 @@ def same(a, b):
     if isinstance(a, float) and math.isnan(a):
         return math.isnan(b)
     return bool(a == b)
+
+
+# --------------------------------------------------------------------------
+# Near-tie stores: big enough, and alike enough, that ties sit at every bound
+# --------------------------------------------------------------------------
+#
+# 40-200 entries over a 12-word vocabulary (two of them stopwords), three
+# priorities, four creation dates, costs of 1-14 tokens, three tags, two
+# projects, a few always-scope and inactive entries; pools with tight budgets
+# and caps, overlapping types; messages from the same words. Many entries then
+# share a score, or miss one by a single factor, right where a bound decides
+# whether a stream is read or a prune skips it. One generator, driven by a
+# ``random.Random``, serves the seeded differential (a seed per store) and
+# hypothesis (a drawn seed), so both draw the same kind of store.
+
+NEAR_NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+NEAR_VOCAB = ("rotate", "database", "deploy", "release", "notes", "memory", "budget", "pool",
+              "cache", "schema", "the", "and")
+NEAR_TYPES = ("note", "task", "skill", "correction")
+NEAR_TAGS = ("db", "ops", "ui")
+NEAR_PROJECTS = ("atlas", "zeus")
+NEAR_USERS = ("ana", "bo", "cy")
+# Four ages at NEAR_NOW: new, 12 days, 45 days, and past the 0.3 recency floor.
+NEAR_CREATED = tuple((NEAR_NOW - timedelta(days=days)).isoformat() for days in (0, 12, 45, 120))
+# Query times: the store's now, a little later, later still, and before the
+# newest entries (which then count as 0 days old).
+NEAR_SHIFTS = tuple(timedelta(days=d) for d in (0, 0, 1, 30, 75, -13))
+
+
+def near_tie_entry(rng, n):
+    """One entry of a near-tie store; ``n`` makes its id unique (when it has one)."""
+    entry = {}
+    roll = rng.random()
+    if roll < 0.85:
+        entry["id"] = f"e{n}"
+    elif roll < 0.93:
+        entry["id"] = n  # an int id: sorts by str(), next to the str ones
+    roll = rng.random()
+    if roll < 0.88:
+        entry["type"] = rng.choice(NEAR_TYPES)
+    elif roll < 0.9:
+        entry["type"] = ["note"]  # no dict can key it: kept apart, and only a pool of every type
+    if rng.random() < 0.12:
+        entry["scope"] = "always"
+    roll = rng.random()
+    if roll < 0.86:
+        entry["base_priority"] = rng.choice((3, 5, 8))
+    elif roll < 0.9:
+        entry["base_priority"] = rng.choice((0, -2))  # not in a group: scored exactly
+    if rng.random() < 0.9:
+        entry["created"] = rng.choice(NEAR_CREATED)
+    if rng.random() < 0.45:
+        entry["tags"] = rng.sample(NEAR_TAGS, rng.randint(1, 2))
+    if rng.random() < 0.5:
+        entry["project"] = rng.choice(NEAR_PROJECTS)
+    entry["content"] = " ".join(rng.choice(NEAR_VOCAB) for _ in range(rng.randint(0, 6)))
+    if rng.random() < 0.85:
+        entry["token_count"] = rng.randint(1, 14)
+    if rng.random() < 0.06:
+        entry["status"] = "retired"
+    if rng.random() < 0.03:
+        entry["superseded_by"] = "later"
+    if rng.random() < 0.92:
+        entry["user_id"] = rng.choice(NEAR_USERS)
+    return entry
+
+
+def near_tie_store(rng, low=40, high=200):
+    """A list of ``low``-``high`` near-tie entries, each a distinct dict."""
+    return [near_tie_entry(rng, n) for n in range(rng.randint(low, high))]
+
+
+def near_tie_pools(rng):
+    """1-4 pools with tight budgets and caps; their types overlap, or are every type."""
+    names = rng.sample(("alpha", "beta", "gamma", "delta"), rng.randint(1, 4))
+    pools = []
+    for name in names:
+        types = None if rng.random() < 0.35 else tuple(rng.sample(NEAR_TYPES, rng.randint(1, 3)))
+        max_tokens = rng.choice((0, rng.randint(1, 12), rng.randint(5, 40), rng.randint(20, 90)))
+        max_entries = rng.choice((0, rng.randint(1, 3), rng.randint(1, 6), 50))
+        pools.append(Pool(name, max_tokens, max_entries, types))
+    return pools
+
+
+def near_tie_context(rng):
+    """A message from the store's words, a project and tags (each sometimes absent)."""
+    if rng.random() < 0.05:
+        return None
+    context = {}
+    if rng.random() < 0.85:
+        context["message"] = " ".join(rng.choice(NEAR_VOCAB) for _ in range(rng.randint(0, 6)))
+    if rng.random() < 0.5:
+        # a list is no project of any entry, and no dict can key it
+        context["project"] = rng.choice((*NEAR_PROJECTS, None, ["atlas"]))
+    if rng.random() < 0.5:
+        context["tags"] = rng.sample(NEAR_TAGS, rng.randint(0, 3))
+    return context
+
+
+def near_tie_now(rng):
+    """A query time near the store's: days and hours after it, or a little before."""
+    return NEAR_NOW + rng.choice(NEAR_SHIFTS) + timedelta(hours=rng.choice((0, 0, 5)))
+
+
+def _seeded(make):
+    """A strategy drawing a seed and building with ``make(random.Random(seed))``.
+
+    A store is hundreds of random choices: drawn one by one they would make
+    every example huge to hypothesis; drawn from one seed, a failure shrinks
+    to, and is replayed by, that seed.
+    """
+    return st.integers(0, 2**32 - 1).map(lambda seed: make(random.Random(seed)))
+
+
+near_tie_stores = _seeded(near_tie_store)
+near_tie_pool_lists = _seeded(near_tie_pools)
+near_tie_contexts = _seeded(near_tie_context)
+near_tie_nows = _seeded(near_tie_now)

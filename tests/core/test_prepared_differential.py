@@ -26,6 +26,22 @@ def identities(entries):
        split=st.integers(0, 12), queries=st.integers(1, 3), data=st.data())
 def test_prepared_store_matches_the_literal_reference(
         store, pools, context, now, fns, split, queries, data):
+    check_prepared(store, pools, context, now, fns, split, queries, data, s.pool_lists,
+                   s.contexts, s.nows)
+
+
+@given(store=s.near_tie_stores, pools=s.near_tie_pool_lists, context=s.near_tie_contexts,
+       now=s.near_tie_nows, fns=s.functions(), split=st.integers(0, 200),
+       queries=st.integers(1, 3), data=st.data())
+def test_prepared_store_matches_the_literal_reference_on_near_tie_stores(
+        store, pools, context, now, fns, split, queries, data):
+    # 40-200 alike entries: ties at every stream bound and every prune
+    check_prepared(store, pools, context, now, fns, split, queries, data,
+                   s.near_tie_pool_lists, s.near_tie_contexts, s.near_tie_nows)
+
+
+def check_prepared(store, pools, context, now, fns, split, queries, data, pool_lists, contexts,
+                   nows):
     before = copy.deepcopy(store)
     build = {k: v for k, v in fns.items() if k in ("token_counter", "is_active")}
     query = {k: v for k, v in fns.items() if k == "scorer"}
@@ -42,9 +58,9 @@ def test_prepared_store_matches_the_literal_reference(
         for name in want:
             assert identities(d.entry for d in loaded[name]) == identities(want[name])
         # the next query: other pools, context and time over the same store
-        pools = data.draw(s.pool_lists)
-        context = data.draw(s.contexts)
-        now = data.draw(s.nows)
+        pools = data.draw(pool_lists)
+        context = data.draw(contexts)
+        now = data.draw(nows)
     assert s.same(before, store)
 
 

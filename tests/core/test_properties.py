@@ -61,6 +61,17 @@ def contextual_candidates(store, pool, fns):
 @given(store=s.stores(), pools=s.pool_lists, context=s.contexts, now=s.nows, fns=s.functions())
 def test_retrieve_and_retrieve_pools_match_the_literal_reference(
         store, pools, context, now, fns):
+    check_against_the_reference(store, pools, context, now, fns)
+
+
+@given(store=s.near_tie_stores, pools=s.near_tie_pool_lists, context=s.near_tie_contexts,
+       now=s.near_tie_nows, fns=s.functions())
+def test_near_tie_stores_match_the_literal_reference(store, pools, context, now, fns):
+    # 40-200 alike entries: ties at every bound of the lazy message factor
+    check_against_the_reference(store, pools, context, now, fns)
+
+
+def check_against_the_reference(store, pools, context, now, fns):
     got = retrieve_pools(store, pools, context, now=now, **fns)
     want = ref_retrieve_pools(store, pools, context, now=now, **fns)
     assert list(got) == list(want) == [p.name for p in pools]

@@ -17,6 +17,7 @@ import pytest
 from poolsplit_core.poolsplit import (
     OUTCOMES,
     Pool,
+    PreparedStore,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -840,3 +841,59 @@ def test_explain_an_entry_no_pool_loaded_is_decided_in_the_last_pool_that_consid
 def test_explain_outcomes_are_a_closed_set():
     assert set(OUTCOMES) == {"always", "selected", "inactive", "no_pool", "over_tokens",
                              "over_entries"}
+
+
+@pytest.mark.parametrize("context", [None, {"message": "deploy the release"}],
+                         ids=["scored at once", "message factor deferred"])
+@pytest.mark.parametrize("fn", [retrieve_pools, explain_pools])
+def test_a_bad_priority_names_the_entry_by_its_index_on_every_scoring_path(fn, context):
+    # With a message, the default scorer's message factor is deferred: the
+    # rest of the score is computed (and checked) first, and must still name
+    # the entry, here by its index, as it has no id.
+    store = [{"content": "deploy"}, {"base_priority": "hi", "content": "deploy"}]
+    with pytest.raises(ValueError, match=r"^entry at index 1: base_priority must be a number, "
+                                         r"got 'hi'$"):
+        fn(store, [Pool("p", 10, 5)], context)
+
+
+@pytest.mark.parametrize("message", [None, "deploy"], ids=["scored at once", "message deferred"])
+def test_a_score_that_overflows_names_the_entry_on_every_scoring_path(message):
+    # 1e308 x 1.5 (project) x 1.5 (tags) is past the largest float before
+    # any message factor: the partial score itself must be refused by name.
+    store = [{"content": "deploy"},
+             {"base_priority": 1e308, "project": "atlas", "tags": ["db"], "content": "deploy"}]
+    context = {"project": "atlas", "tags": ["db"], "message": message}
+    with pytest.raises(ValueError, match=r"^entry at index 1: scorer must return a finite number"):
+        retrieve_pools(store, [Pool("p", 10, 5)], context)
+
+
+def test_a_custom_scorer_is_never_bounded_by_the_default_score():
+    # Only the default scorer's message factor may be deferred behind a bound;
+    # a custom score can exceed any bound the default factors give.
+    def scorer(entry, context):
+        return {"a": 100, "b": 200}[entry["id"]]
+
+    store = [{"id": "a", "base_priority": 9, "content": "deploy"},
+             {"id": "b", "base_priority": 1, "content": "deploy"}]
+    got = retrieve_pools(store, [Pool("p", 10, 1)], {"message": "deploy"}, scorer=scorer)
+    assert [e["id"] for e in got["p"]] == ["b"]
+
+
+def test_a_deferred_bound_sorts_before_an_exact_score_it_ties():
+    # "0" scores 2 x 2.5 = 5 once its message factor is known; "1" scores 5
+    # with none. Same score, both undated: the id decides, so "0" must be
+    # scored before "1" is taken -- the bound standing for "0" sorts first.
+    store = [{"id": "1", "base_priority": 5, "content": "other"},
+             {"id": "0", "base_priority": 2, "content": "deploy"}]
+    got = retrieve_pools(store, [Pool("p", 10, 1)], {"message": "deploy"})
+    assert [e["id"] for e in got["p"]] == ["0"]
+
+
+def test_a_stream_not_yet_started_sorts_before_an_exact_score_it_ties():
+    # The stored "0" and the extra "1" both score 5, undated: the id decides.
+    # "1" is scored at once (an extra); "0" waits in a stream not yet started,
+    # whose bound (5) must sort before "1" so that "0" is read first.
+    store = PreparedStore([{"id": "0", "base_priority": 5, "content": "x"}])
+    extra = [{"id": "1", "base_priority": 5, "content": "x"}]
+    got = store.decide([Pool("p", 10, 1)], extra=extra)
+    assert [d.entry["id"] for d in got["p"]] == ["0"]
