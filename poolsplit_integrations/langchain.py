@@ -13,7 +13,8 @@ Two components, one code path:
 Both map each ``Document`` to an entry dict through
 :mod:`poolsplit_integrations._entries` (the mapping table lives there and in
 the README), let the core decide, and return new ``Document`` objects with
-``poolsplit_pool``, ``poolsplit_score`` and ``poolsplit_always`` added to a
+``poolsplit_pool``, ``poolsplit_score``, ``poolsplit_always`` and ``poolsplit_similarity``
+(the candidate's retriever score, or its rank when the retriever gave none) added to a
 copy of the metadata. Input documents are never modified.
 
 Each component holds one prepared store (:class:`~poolsplit_integrations._entries.LiveStore`)
@@ -84,6 +85,7 @@ from poolsplit_integrations._entries import (
     excluded,
     model_arguments,
     narrow,
+    rank_similarities,
     refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
@@ -153,11 +155,16 @@ def _doc_key(doc: Document) -> Hashable:
     return ("content", doc.page_content, _freeze(doc.metadata))
 
 
+#: Where LangChain retrievers and compressors put a candidate's score in metadata.
+_SCORE_KEYS = ("score", "relevance_score", "similarity_score")
+
+
 def _similarity(doc: Document) -> float | None:
-    """A candidate's retriever score (``metadata["score"]``), when it is a number."""
-    score = doc.metadata.get("score")
-    if isinstance(score, numbers.Real) and not isinstance(score, bool):
-        return float(score)
+    """A candidate's retriever score (the first number of :data:`_SCORE_KEYS`), if any."""
+    for key in _SCORE_KEYS:
+        score = doc.metadata.get(key)
+        if isinstance(score, numbers.Real) and not isinstance(score, bool):
+            return float(score)
     return None
 
 
@@ -182,7 +189,8 @@ def _to_document(doc: Document, hit: Hit) -> Document:
     return Document(
         id=doc.id,
         page_content=doc.page_content,
-        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always),
+        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always,
+                                 hit.entry.get("similarity")),
     )
 
 
@@ -249,18 +257,24 @@ def _merge(live: LiveStore, candidates: Sequence[Document]) -> tuple[list[Docume
     """The candidates that join the stored documents, as Documents and as entries.
 
     Duplicates (of the store or of each other, by :func:`_doc_key`) are kept
-    once; a candidate's ``metadata["score"]`` becomes the entry key ``similarity``.
+    once; a candidate's ``metadata["score"]`` (or ``relevance_score``,
+    ``similarity_score``) becomes the entry key ``similarity``. When no
+    candidate has one (``vectorstore.as_retriever()``), their order does:
+    the ``i``-th of ``n`` gets ``1 - i/n`` (:func:`rank_similarities`).
     """
     seen: set[Hashable] = set()
     extra: list[Document] = []
-    for doc in candidates:
+    ranked = rank_similarities([_similarity(doc) for doc in candidates])
+    similarities: list[float | None] = []
+    for doc, similarity in zip(candidates, ranked):
         key = _doc_key(doc)
         if key not in seen and not live.holds_key(key):
             seen.add(key)
             extra.append(doc)
+            similarities.append(similarity)
     entries = [
-        to_entry(doc.page_content, doc.metadata, doc.id, similarity=_similarity(doc))
-        for doc in extra
+        to_entry(doc.page_content, doc.metadata, doc.id, similarity=similarity)
+        for doc, similarity in zip(extra, similarities)
     ]
     return extra, entries
 

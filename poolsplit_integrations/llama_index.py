@@ -21,8 +21,10 @@ supplies ``type``, ``scope``, ``tags``, ... and the node id is the entry id),
 come back as ``NodeWithScore`` on copies of the nodes.
 
 Every returned node is a copy whose metadata gains ``poolsplit_pool``,
-``poolsplit_always`` and ``poolsplit_score`` (the core's score; ``None`` for
-always-scope). These three keys are added to the copy's
+``poolsplit_always``, ``poolsplit_score`` (the core's score; ``None`` for
+always-scope) and ``poolsplit_similarity`` (the candidate's own retriever
+score, kept: ``NodeWithScore.score`` holds the poolsplit score, the order of
+the result). These keys are added to the copy's
 ``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so they
 never reach a prompt or an embedding.
 
@@ -130,6 +132,7 @@ from poolsplit_integrations._entries import (  # noqa: E402
     excluded,
     narrow,
     pools_to_data,
+    rank_similarities,
     refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
@@ -193,7 +196,8 @@ def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
     """A copy of ``node`` carrying the ``poolsplit_*`` metadata; ``node`` is untouched."""
     hidden = list(RESULT_KEYS)
     return node.model_copy(update={
-        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always),
+        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always,
+                                    hit.entry.get("similarity")),
         "excluded_llm_metadata_keys": [
             *(k for k in node.excluded_llm_metadata_keys if k not in hidden), *hidden],
         "excluded_embed_metadata_keys": [
@@ -246,13 +250,14 @@ def _candidate_entries(
     seen: set[str] = set()
     extra_nodes: list[BaseNode] = []
     extra_entries: list[dict[str, Any]] = []
-    for candidate in candidates:
+    ranked = rank_similarities([candidate.score for candidate in candidates])
+    for candidate, similarity in zip(candidates, ranked):
         node_id = candidate.node.node_id
         if node_id in seen or live.holds_key(node_id):
             continue
         seen.add(node_id)
         extra_nodes.append(candidate.node)
-        extra_entries.append(_node_entry(candidate.node, candidate.score))
+        extra_entries.append(_node_entry(candidate.node, similarity))
     return extra_nodes, extra_entries
 
 
