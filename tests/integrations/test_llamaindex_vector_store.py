@@ -16,7 +16,7 @@ import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
-from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
 from poolsplit_core.poolsplit import Pool, make_scorer, retrieve_pools
 from poolsplit_integrations.llama_index import (
@@ -164,13 +164,13 @@ def test_a_vector_store_without_text_is_refused() -> None:
 def test_an_embedding_dimension_mismatch_is_named() -> None:
     retriever = PoolSplitRetriever.from_vector_store(
         in_memory_index(memory()), pools=POOLS, embed_model=HashedEmbedding(size=32))
-    with pytest.raises(ValueError, match="dimension mismatch.*32.*64"):
+    with pytest.raises(ValueError, match=r"dimension mismatch.*32.*64"):
         retriever.retrieve(QUERY)
 
 
 def test_a_filter_the_store_cannot_express_is_named() -> None:
     retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS)
-    with pytest.raises(ValueError, match="user_id=.*cannot be expressed"):
+    with pytest.raises(ValueError, match=r"user_id=.*cannot be expressed"):
         retriever.with_filter({"user_id": ("ana", "ben")}).retrieve(QUERY)
 
 
@@ -239,7 +239,7 @@ def test_pgvector_dimension_mismatch_is_named(pg_index: Any) -> None:
     store, _ = pg_index
     retriever = PoolSplitRetriever.from_vector_store(store, pools=POOLS,
                                                      embed_model=HashedEmbedding(size=16))
-    with pytest.raises(ValueError, match="dimension mismatch.*16.*PGVectorStore holds 64"):
+    with pytest.raises(ValueError, match=r"dimension mismatch.*16.*PGVectorStore holds 64"):
         retriever.retrieve(QUERY)
 
 
