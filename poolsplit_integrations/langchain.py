@@ -526,8 +526,9 @@ class _Component(OptionsModel):
 
     def _refuse_code(self, exclude: Any) -> None:
         refuse_unserialisable(
-            type(self).__name__, {name: getattr(self, name) for name in type(self).model_fields},
-            live=self._LIVE, skip=excluded(exclude),
+            type(self).__name__, {**{name: getattr(self, name) for name in type(self).model_fields},
+                                  "vector_store": getattr(self, "_source", None)},
+            live=(*self._LIVE, "vector_store"), skip=excluded(exclude),
             hint="dump without it (exclude={{'{name}'}}) and pass {name}= again when you"
                  " rebuild the component",
         )

@@ -782,12 +782,13 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         _, extra_entries = _candidate_entries(self._live, candidates)
         return selector.explain(bundle.query_str, extra=extra_entries)
 
-    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
+    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever", "vector_store")
 
     def _values(self) -> dict[str, Any]:
         options = self._options
         return {"scorer": options.scorer, "token_counter": options.token_counter,
-                "is_active": options.is_active, "base_retriever": self._base_retriever}
+                "is_active": options.is_active, "base_retriever": self._base_retriever,
+                "vector_store": self._source}
 
     def _data(self, **kwargs: Any) -> dict[str, Any]:
         options, skip = self._options, excluded(kwargs.get("exclude"))

@@ -182,3 +182,15 @@ def test_fake_embedding_of_langchain_works_too() -> None:
     docs = PoolSplitRetriever.from_vector_store(store, pools=POOLS, now=NOW).invoke(QUERY)
     assert docs[0].id == "ana-fix"
     assert {d.metadata["type"] for d in docs} == {"correction", "task", "skill", "preference"}
+
+
+def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
+    from poolsplit_integrations._entries import NotSerializableError
+
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS)
+    with pytest.raises(NotSerializableError, match="vector_store"):
+        retriever.model_dump_json()
+    with pytest.raises(NotSerializableError, match="vector_store"):
+        retriever.model_dump(mode="json")
+    # a copy (with_filter) keeps reading the store
+    assert retriever.with_filter({"user_id": "ana"}).source is retriever.source

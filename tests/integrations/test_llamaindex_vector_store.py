@@ -251,3 +251,12 @@ def test_async_retrieve_equals_retrieve() -> None:
     got = asyncio.run(retriever.aretrieve(QUERY))
     assert [n.node.node_id for n in got] == [n.node.node_id for n in retriever.retrieve(QUERY)]
     assert all(isinstance(n, NodeWithScore) for n in got)
+
+
+def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
+    from poolsplit_integrations._entries import NotSerializableError
+
+    retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS)
+    with pytest.raises(NotSerializableError, match="vector_store"):
+        retriever.to_dict()
+    assert retriever.with_filter({"user_id": "ana"}).source is retriever.source
