@@ -1488,9 +1488,12 @@ class PreparedStore:
     ``scorer`` is what queries score with unless they name another; a
     :func:`make_scorer` scorer is indexed with its word reader
     (``PreparedStore(entries, scorer=make_scorer(words=unicode_words))``
-    prepares a Chinese store) and walked like the default one. A query with
-    a scorer the index cannot bound (a custom callable, or another word
-    reader) falls back to the stateless path, correctly. The store may be
+    prepares a Chinese store) and walked like the default one, whatever its
+    relevance, evergreen and decay options (an entry that carries a
+    ``similarity``, as an ``extra=`` candidate does, is scored exactly
+    rather than streamed). A query with a scorer the index cannot bound (a
+    custom callable, or another word reader) falls back to the stateless
+    path, correctly. The store may be
     shared by threads: queries and writes take one lock, so a query never
     sees a write half done.
     """

@@ -194,3 +194,13 @@ def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
         retriever.model_dump(mode="json")
     # a copy (with_filter) keeps reading the store
     assert retriever.with_filter({"user_id": "ana"}).source is retriever.source
+
+
+def test_async_invoke_and_explain_read_the_same_source() -> None:
+    import asyncio
+
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, now=NOW)
+    want = [d.id for d in retriever.invoke(QUERY)]
+    assert [d.id for d in asyncio.run(retriever.ainvoke(QUERY))] == want
+    loaded = asyncio.run(retriever.aexplain(QUERY)).loaded()
+    assert sorted(d.entry["id"] for picked in loaded.values() for d in picked) == sorted(want)
