@@ -257,7 +257,7 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_pattern", "project", "reader", "tags", "words")
+    __slots__ = ("_pattern", "options", "project", "reader", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
                  reader: Optional[WordReader] = None) -> None:
@@ -265,6 +265,8 @@ class _Query:
         self.project = project
         self.tags = tags
         self.reader = reader  # None: W(text), the default words
+        # None: recency and similarity as the default scorer's (make_scorer options otherwise)
+        self.options: Optional[ConfiguredScorer] = None
         self._pattern: Optional[re.Pattern[str]] = None
 
     @property
@@ -278,7 +280,19 @@ class _Query:
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]],
-                     reader: Optional[WordReader] = None) -> _Query:
+                     reader: Optional[WordReader] = None,
+                     options: Optional[ConfiguredScorer] = None) -> _Query:
+        query = cls._read(context, reader)
+        if options is not None and (options.relevance != "words" or options.evergreen
+                                    or options.decay_days):
+            query.options = options
+            if options.relevance == "similarity":  # no message factor: no words to share
+                query.words = frozenset()
+        return query
+
+    @classmethod
+    def _read(cls, context: Optional[Mapping[str, Any]],
+              reader: Optional[WordReader] = None) -> _Query:
         if context is None:
             context = {}
         if not isinstance(context, Mapping):
@@ -301,8 +315,11 @@ def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label
     base = _base_priority(entry, label)
     tags = _tag_set(entry.get("tags"), f"{label}: tags")
     shared = _shared_words(_content(entry), query, label) if query.words else 0
-    return _entry_score(base, _time_us(entry.get("created")), tags, entry.get("project"),
-                        shared, query, _epoch_us(now))
+    score = _entry_score(base, _time_us(entry.get("created")), tags, entry.get("project"),
+                         shared, query, _epoch_us(now), entry.get("type", "note"))
+    if query.options is None:
+        return score
+    return score * query.options._similarity(entry.get("similarity"), label)
 
 
 def _entry_score(
@@ -313,9 +330,15 @@ def _entry_score(
     shared_words: int,
     query: _Query,
     now_us: int,
+    entry_type: Any = "note",
 ) -> float:
-    """The default score from an entry's parsed fields (both paths score through here)."""
-    return _score(base, _recency(created_us, now_us), _tag_factor(tags, query),
+    """The default score from an entry's parsed fields (both paths score through here).
+
+    Without its similarity factor (the caller multiplies it last, when there is one).
+    """
+    recency = (_recency(created_us, now_us) if query.options is None else
+               query.options._recency(entry_type, created_us, now_us))
+    return _score(base, recency, _tag_factor(tags, query),
                   _project_factor(project, query), _message_factor(shared_words, query))
 
 
@@ -324,8 +347,8 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
     return base * recency * tags * project * message
 
 
-def _recency(created_us: Optional[int], now_us: int) -> float:
-    """Linear decay over 90 days of age with a floor of 0.3; at most 1.0 (age 0).
+def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> float:
+    """Linear decay over 90 days of age (``horizon``) with a floor of 0.3; at most 1.0 (age 0).
 
     The age is taken at ``now`` in fractional days; undated or future counts
     as 0 days. Times are integer microseconds since the epoch:
@@ -333,7 +356,7 @@ def _recency(created_us: Optional[int], now_us: int) -> float:
     """
     days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000
                                               / _DAY_SECONDS)
-    return max(0.3, 1.0 - 0.7 * days / 90)
+    return max(0.3, 1.0 - 0.7 * days / horizon)
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
@@ -629,6 +652,10 @@ def cjk_token_counter(text: str) -> int:
 WORD_READERS: Mapping[str, Optional[WordReader]] = MappingProxyType(
     {"ascii": None, "unicode": unicode_words})
 
+#: What ``relevance=`` can name: which factors measure an entry's relevance to the message.
+RELEVANCES = ("words", "similarity", "both")
+_DECAY_DAYS = 90  # the default scorer's decay horizon
+
 
 class ConfiguredScorer:
     """The default score with options: what :func:`make_scorer` returns.
@@ -648,19 +675,49 @@ class ConfiguredScorer:
     (``make_scorer(**scorer.to_data())`` reads them back), for named options
     only.
 
-    Options (keyword-only; every one absent is exactly :func:`default_scorer`):
+    The score, exactly (every option absent gives :func:`default_scorer`, bit
+    for bit: the extra factor is then 1.0, and ``x * 1.0 == x``)::
+
+        base x recency(type) x tags x project x message x similarity
+
+    Options (keyword-only):
 
     - ``words``: the word reader of the message factor, ``text -> set of
       str``; ``None`` (or ``"ascii"``) is the default ``[a-z0-9]`` words,
       ``"unicode"`` is :func:`unicode_words`. A reader that returns anything
       but a set of strings is refused, naming the entry.
+    - ``relevance``: ``"words"`` (default) keeps the message factor of the
+      default scorer and no similarity factor; ``"similarity"`` drops the
+      message factor (1.0) for the similarity factor; ``"both"`` multiplies
+      the two.
+    - ``similarity_weight`` (default 1.5, finite, >= 0): the similarity factor
+      is ``1 + similarity_weight * s``, with ``s`` the entry's ``similarity``
+      (a retriever's score) clamped to ``[0, 1]``; 1.0 for an entry without
+      one (``None`` or missing). A ``similarity`` that is not a finite real
+      number is refused, naming the entry. Used only when ``relevance`` is
+      ``"similarity"`` or ``"both"``.
+    - ``evergreen``: entry types that do not decay: their recency is 1.0 at
+      any age (corrections and preferences are often evergreen).
+    - ``decay_days``: ``{type: days}``, the decay horizon of a type:
+      recency is ``max(0.3, 1 - 0.7 * age_days / days)`` (90 for a type not
+      named; an evergreen type ignores it). Days are finite and > 0.
+
+    Base, tags and project are the default scorer's factors.
     """
 
-    __slots__ = ("words",)
+    __slots__ = ("_frozen", "_horizons", "decay_days", "evergreen", "relevance",
+                 "similarity_weight", "words")
     #: The option names, in the order ``repr`` and ``to_data`` list them.
-    OPTIONS: Tuple[str, ...] = ("words",)
+    OPTIONS: Tuple[str, ...] = ("words", "relevance", "similarity_weight", "evergreen",
+                                "decay_days")
+    #: Each option's default, the value that leaves :func:`default_scorer` as it is.
+    DEFAULTS: Mapping[str, Any] = MappingProxyType({
+        "words": None, "relevance": "words", "similarity_weight": 1.5, "evergreen": (),
+        "decay_days": ()})
 
-    def __init__(self, *, words: Union[str, WordReader, None] = None) -> None:
+    def __init__(self, *, words: Union[str, WordReader, None] = None, relevance: str = "words",
+                 similarity_weight: float = 1.5, evergreen: Iterable[str] = (),
+                 decay_days: Optional[Mapping[str, float]] = None) -> None:
         if isinstance(words, str):
             if words not in WORD_READERS:
                 raise ValueError(f"words must be one of {', '.join(map(repr, WORD_READERS))},"
@@ -670,12 +727,70 @@ class ConfiguredScorer:
             raise TypeError(f"words must be a word reader (text -> set of str), a name or None,"
                             f" got {type(words).__name__}")
         self.words: Optional[WordReader] = words
+        if relevance not in RELEVANCES:
+            raise ValueError(f"relevance must be one of {', '.join(map(repr, RELEVANCES))},"
+                             f" got {relevance!r}")
+        self.relevance: str = relevance
+        self.similarity_weight: float = _check_number(similarity_weight, "similarity_weight",
+                                                      positive=False)
+        if isinstance(evergreen, str):
+            raise TypeError(f"evergreen must be a collection of types, not a bare str:"
+                            f" write evergreen=[{evergreen!r}]")
+        if not isinstance(evergreen, Iterable):
+            raise TypeError(f"evergreen must be a collection of types,"
+                            f" got {type(evergreen).__name__}")
+        kept = tuple(evergreen)
+        for entry_type in kept:
+            if not isinstance(entry_type, str):
+                raise TypeError(f"evergreen must hold entry types (str), got {entry_type!r}")
+        self.evergreen: Tuple[str, ...] = tuple(sorted(set(kept)))
+        if decay_days is None:
+            decay_days = {}
+        if not isinstance(decay_days, Mapping):
+            raise TypeError(f"decay_days must be a mapping {{type: days}},"
+                            f" got {type(decay_days).__name__}")
+        horizons = []
+        for entry_type, days in decay_days.items():
+            if not isinstance(entry_type, str):
+                raise TypeError(f"decay_days keys must be entry types (str), got {entry_type!r}")
+            horizons.append((entry_type, _check_number(days, f"decay_days[{entry_type!r}]",
+                                                       positive=True)))
+        self.decay_days: Tuple[Tuple[str, float], ...] = tuple(sorted(horizons))
+        self._horizons: Dict[str, float] = dict(horizons)
+        self._frozen: FrozenSet[str] = frozenset(self.evergreen)
 
     def __call__(self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]] = None,
                  *, now: Optional[datetime] = None) -> float:
         """Score ``entry`` as :func:`default_scorer` does, with these options."""
-        query = _Query.from_context(context, self.words)
+        query = _Query.from_context(context, self.words, self)
         return _default_score(entry, query, _utc_now(now), _label(entry, None))
+
+    @property
+    def uses_similarity(self) -> bool:
+        """True when the score reads an entry's ``similarity``."""
+        return self.relevance != "words"
+
+    def _recency(self, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
+        """The recency factor of an entry of ``entry_type`` (at most 1.0, at age 0)."""
+        if not self._frozen and not self._horizons:
+            return _recency(created_us, now_us)
+        if entry_type in self._frozen if _hashable(entry_type) else False:
+            return 1.0
+        horizon = self._horizons.get(entry_type, _DECAY_DAYS) if _hashable(entry_type) else (
+            _DECAY_DAYS)
+        return _recency(created_us, now_us, horizon)
+
+    def _similarity(self, value: Any, label: str) -> float:
+        """The similarity factor: ``1 + weight * clamp(similarity, 0, 1)``, 1.0 without one."""
+        if value is None or self.relevance == "words":
+            return 1.0
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{label}: similarity must be a number (a retriever's score),"
+                             f" got {value!r}")
+        share = float(value)
+        if not math.isfinite(share):
+            raise ValueError(f"{label}: similarity must be finite, got {value!r}")
+        return 1 + self.similarity_weight * min(1.0, max(0.0, share))
 
     def _key(self) -> Tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.OPTIONS)
@@ -692,9 +807,13 @@ class ConfiguredScorer:
         shown = []
         for name in self.OPTIONS:
             value = getattr(self, name)
-            if value is not None:
+            if value != self.DEFAULTS[name]:
                 if name == "words":
                     value = _reader_name(value) or value
+                elif name == "decay_days":
+                    value = dict(value)
+                elif name == "evergreen":
+                    value = list(value)
                 shown.append(f"{name}={value!r}")
         return f"ConfiguredScorer({', '.join(shown)})"
 
@@ -703,24 +822,42 @@ class ConfiguredScorer:
 
         >>> make_scorer(words="unicode").to_data()
         {'words': 'unicode'}
+        >>> make_scorer(relevance="both", evergreen=["correction"]).to_data()
+        {'words': 'ascii', 'relevance': 'both', 'evergreen': ['correction']}
+
+        ``words`` is always written; every other option only when it is not
+        its default.
         """
         name = "ascii" if self.words is None else _reader_name(self.words)
         if name is None:
             raise TypeError(f"scorer option words is a custom word reader"
                             f" ({getattr(self.words, '__qualname__', self.words)!r}),"
                             f" which is code, not data; name one of {', '.join(WORD_READERS)}")
-        return {"words": name}
+        data: Dict[str, Any] = {"words": name}
+        for option in self.OPTIONS[1:]:
+            value = getattr(self, option)
+            if value != self.DEFAULTS[option]:
+                data[option] = (dict(value) if option == "decay_days" else
+                                list(value) if option == "evergreen" else value)
+        return data
 
     def _walks_with(self, reader: Optional[WordReader]) -> bool:
         """True when a prepared index read with ``reader`` can answer for this scorer.
 
         An option the prepared walk does not bound must make this False (the
-        store then answers statelessly, correctly).
+        store then answers statelessly, correctly). The walk bounds every
+        option but another word reader: recency per type is still highest
+        for the newest entry of a group (one type), and never above 1.0; the
+        similarity factor is 1.0 for every entry the walk streams, since an
+        entry that carries a ``similarity`` is scored exactly (not streamed),
+        as every ``extra=`` candidate is.
         """
         return self.words is reader
 
 
-def make_scorer(*, words: Union[str, WordReader, None] = None) -> ConfiguredScorer:
+def make_scorer(*, words: Union[str, WordReader, None] = None, relevance: str = "words",
+                similarity_weight: float = 1.5, evergreen: Iterable[str] = (),
+                decay_days: Optional[Mapping[str, float]] = None) -> ConfiguredScorer:
     """Build the default scorer with options; with none, it scores as :func:`default_scorer`.
 
     >>> chinese = make_scorer(words=unicode_words)
@@ -730,11 +867,39 @@ def make_scorer(*, words: Union[str, WordReader, None] = None) -> ConfiguredScor
     ...                                                                   {"message": "x"})
     True
 
-    See :class:`ConfiguredScorer` for the options. Pass the result as
-    ``scorer=`` to :func:`retrieve_pools` and the other functions, and to
-    :class:`PreparedStore` (which then indexes with its word reader).
+    A hybrid of lexical overlap and a vector search's similarity, with
+    corrections that never decay and episodes that fade in a week:
+
+    >>> from datetime import datetime, timezone
+    >>> hybrid = make_scorer(relevance="both", similarity_weight=2.0,
+    ...                      evergreen=["correction"], decay_days={"episode": 7})
+    >>> now = datetime(2026, 4, 1, tzinfo=timezone.utc)
+    >>> old = "2025-01-01T00:00:00Z"
+    >>> hybrid({"type": "correction", "created": old}, now=now)
+    5.0
+    >>> round(hybrid({"type": "episode", "created": "2026-03-29T00:00:00Z",
+    ...               "content": "deploy", "similarity": 0.5}, {"message": "deploy"}, now=now), 6)
+    17.5
+
+    (5 x (1 - 0.7 x 3 / 7) x (1 + 1.5 x 1) x (1 + 2.0 x 0.5) = 5 x 0.7 x 2.5 x 2.)
+    See :class:`ConfiguredScorer` for the options and the exact formula. Pass
+    the result as ``scorer=`` to :func:`retrieve_pools` and the other
+    functions, and to :class:`PreparedStore` (which then indexes with its
+    word reader and walks best-first for every option).
     """
-    return ConfiguredScorer(words=words)
+    return ConfiguredScorer(words=words, relevance=relevance,
+                            similarity_weight=similarity_weight, evergreen=evergreen,
+                            decay_days=decay_days)
+
+
+def _check_number(value: Any, what: str, *, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise ValueError(f"{what} must be finite and {'> 0' if positive else '>= 0'},"
+                         f" got {value!r}")
+    return number
 
 
 def _reader_name(reader: Any) -> Optional[str]:
@@ -973,7 +1138,7 @@ class _Call:
         # computed here, factor by factor; any other scorer is called.
         self.options = _options_of(scorer)
         self.query = _Query.from_context(
-            context, self.options.words if self.options is not None else None)
+            context, self.options.words if self.options is not None else None, self.options)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
         self.scorer = scorer
@@ -1018,8 +1183,11 @@ class _Call:
             if lazy:
                 partial = self.partial_score(i)
                 # The largest score over the message factor's range [1, max].
-                contextual.append(_new(_Marker, (-max(partial, partial * message_max), "", "",
-                                                 _LAZY, i)))
+                bound = max(partial, partial * message_max)
+                if self.query.options is not None:  # times the similarity factor (>= 1)
+                    similarity = self.similarity(i)
+                    bound = max(bound, bound * similarity)
+                contextual.append(_new(_Marker, (-bound, "", "", _LAZY, i)))
             else:
                 contextual.append(self.key(i))
 
@@ -1081,7 +1249,10 @@ class _Call:
             entry = self.entries[i]
             label = _label(entry, i)
             tags = _tag_set(entry.get("tags"), f"{label}: tags")
-            recency = _recency(_time_us(entry.get("created")), self.now_us)
+            created_us = _time_us(entry.get("created"))
+            options = self.query.options
+            recency = (_recency(created_us, self.now_us) if options is None else
+                       options._recency(entry.get("type", "note"), created_us, self.now_us))
             value = _score(_base_priority(entry, label), recency,
                            _tag_factor(tags, self.query),
                            _project_factor(entry.get("project"), self.query), 1.0)
@@ -1095,8 +1266,11 @@ class _Call:
             if self.options is not None:
                 shared = (_shared_words(_content(entry), self.query, label) if self.query.words
                           else 0)
-                # The message factor comes last: the score is the partial times it, exactly.
+                # The message factor comes last: the score is the partial times it, exactly
+                # (then times the similarity factor of a make_scorer option, when used).
                 value: Any = self.partial_score(i) * _message_factor(shared, self.query)
+                if self.query.options is not None:
+                    value = value * self.similarity(i)
             elif self.scorer_takes_now:
                 value = self.scorer(entry, self.context, now=self.now)
             else:
@@ -1108,6 +1282,12 @@ class _Call:
         if i not in self.costs:
             self.costs[i] = _cost(self.entries[i], i, self.token_counter)
         return self.costs[i]
+
+    def similarity(self, i: int) -> float:
+        """The similarity factor of a make_scorer option (1.0 without one)."""
+        entry = self.entries[i]
+        return cast(ConfiguredScorer, self.query.options)._similarity(
+            entry.get("similarity"), _label(entry, i))
 
 
 # --------------------------------------------------------------------------
@@ -1308,9 +1488,12 @@ class PreparedStore:
     ``scorer`` is what queries score with unless they name another; a
     :func:`make_scorer` scorer is indexed with its word reader
     (``PreparedStore(entries, scorer=make_scorer(words=unicode_words))``
-    prepares a Chinese store) and walked like the default one. A query with
-    a scorer the index cannot bound (a custom callable, or another word
-    reader) falls back to the stateless path, correctly. The store may be
+    prepares a Chinese store) and walked like the default one, whatever its
+    relevance, evergreen and decay options (an entry that carries a
+    ``similarity``, as an ``extra=`` candidate does, is scored exactly
+    rather than streamed). A query with a scorer the index cannot bound (a
+    custom callable, or another word reader) falls back to the stateless
+    path, correctly. The store may be
     shared by threads: queries and writes take one lock, so a query never
     sees a write half done.
     """
@@ -1565,7 +1748,8 @@ class PreparedStore:
             index = part.index if part is not None else _Index(self.token_counter,
                                                                 self.is_active, self.words)
             entries = index.entries + extra if extra else index.entries
-            query = _PreparedQuery(index, entries, context, now, keep, max_always_tokens)
+            query = _PreparedQuery(index, entries, context, now, keep, max_always_tokens,
+                                   options)
             picks = query.run(pools)
             stored, live = len(index.entries), len(self)
             slots = part.slots if part is not None else None
@@ -1713,8 +1897,8 @@ class _Facts:
             base = _base_priority(entry, label)
             tags = tuple(_tag_set(entry.get("tags"), f"{label}: tags"))
         project = entry.get("project")
-        if not _hashable((self.type, project)):
-            return  # irregular: scored exactly
+        if not _hashable((self.type, project)) or entry.get("similarity") is not None:
+            return  # irregular: scored exactly (a make_scorer option may weigh its similarity)
         # Only positive, comfortably finite priorities have a known order
         # (newest first) inside their group; the rest are scored exactly.
         if 0 < base < 1e300:
@@ -2045,9 +2229,10 @@ class _PreparedQuery:
         now: Optional[datetime],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
+        options: Optional[ConfiguredScorer] = None,
     ) -> None:
         self.index, self.entries, self.include = index, entries, include
-        self.query = _Query.from_context(context, index.words)
+        self.query = _Query.from_context(context, index.words, options)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
         self.facts = index.facts
@@ -2089,8 +2274,9 @@ class _PreparedQuery:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
                 query = self.query
                 shared = len(query.words.intersection(facts.words)) if query.words else 0
+                # (A regular entry has no similarity: its similarity factor is 1.0.)
                 self.scores[i] = _entry_score(facts.base, facts.created_us, facts.tags, group[2],
-                                              shared, query, self.now_us)
+                                              shared, query, self.now_us, facts.type)
             else:
                 entry = self.entries[i]
                 label = _label(entry, i)
@@ -2207,7 +2393,9 @@ class _PreparedQuery:
         if at == len(members):
             return
         # Invariant 1: the scorer's factors, each at its largest for what is left.
-        recency = _recency(facts[members[at]].created_us, self.now_us)
+        options = self.query.options  # per-type recency: one stream holds one type
+        recency = (_recency(facts[members[at]].created_us, self.now_us) if options is None else
+                   options._recency(group[0], facts[members[at]].created_us, self.now_us))
         bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
         heapq.heappush(heap, _new(_Marker, (-bound, "", "", _STREAM, s)))
 

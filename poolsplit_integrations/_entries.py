@@ -22,9 +22,16 @@ entry key                      comes from
 any other key                  passed through for a custom scorer
 ============================  =================================================
 
-Results carry three added metadata keys: ``poolsplit_pool`` (the pool's
-name), ``poolsplit_score`` (the score, ``None`` for always-scope) and
-``poolsplit_always`` (bool). Metadata is always copied, never changed in place.
+Results carry four added metadata keys: ``poolsplit_pool`` (the pool's
+name), ``poolsplit_score`` (the score, ``None`` for always-scope),
+``poolsplit_always`` (bool) and ``poolsplit_similarity`` (the candidate's
+retriever score, its entry key ``similarity``; ``None`` for a stored entry
+that carries none). Metadata is always copied, never changed in place.
+
+A retriever that gives no score at all (LangChain's ``as_retriever()``) still
+ranks its candidates: :func:`rank_similarities` turns that order into the
+fallback ``similarity`` ``1 - i/n`` (the first of ``n`` gets 1.0), never 0.0
+for all.
 
 Also shared by every component: the ten options as one value
 (:class:`Options`, checked by :data:`OPTION_CHECKS`), the living store each
@@ -69,7 +76,7 @@ ENTRY_KEYS = (
     "token_count", "base_priority", "status", "superseded_by",
 )
 #: Metadata keys poolsplit adds to the documents it returns.
-RESULT_KEYS = ("poolsplit_pool", "poolsplit_score", "poolsplit_always")
+RESULT_KEYS = ("poolsplit_pool", "poolsplit_score", "poolsplit_always", "poolsplit_similarity")
 
 
 def to_entry(
@@ -94,18 +101,40 @@ def to_entry(
 
 
 def result_metadata(
-    metadata: Mapping[str, Any] | None, pool: str, score: float | None, always: bool
+    metadata: Mapping[str, Any] | None, pool: str, score: float | None, always: bool,
+    similarity: Any = None,
 ) -> dict[str, Any]:
-    """A copy of ``metadata`` with the three ``poolsplit_*`` keys added.
+    """A copy of ``metadata`` with the four ``poolsplit_*`` keys added.
 
-    >>> result_metadata({"type": "task"}, "work", 4.5, False)
-    {'type': 'task', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5, 'poolsplit_always': False}
+    >>> result_metadata({"type": "task"}, "work", 4.5, False, 0.83)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'type': 'task', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5,
+     'poolsplit_always': False, 'poolsplit_similarity': 0.83}
     """
     out = dict(metadata or {})
     out["poolsplit_pool"] = pool
     out["poolsplit_score"] = score
     out["poolsplit_always"] = always
+    out["poolsplit_similarity"] = similarity
     return out
+
+
+def rank_similarities(scores: Sequence[float | None]) -> list[float | None]:
+    """The candidates' similarities: their scores, or their rank when none has a score.
+
+    >>> rank_similarities([0.9, None, 0.2])
+    [0.9, None, 0.2]
+    >>> rank_similarities([None, None, None, None])
+    [1.0, 0.75, 0.5, 0.25]
+
+    A retriever that scores nothing still ranks its results best first: the
+    ``i``-th of ``n`` (from 0) gets ``1 - i/n``, so a similarity-weighing
+    scorer keeps its order rather than reading 0.0 for every candidate.
+    """
+    if any(score is not None for score in scores):
+        return list(scores)
+    n = len(scores)
+    return [1.0 - i / n for i in range(n)]
 
 
 def build_context(

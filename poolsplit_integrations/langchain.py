@@ -13,7 +13,8 @@ Two components, one code path:
 Both map each ``Document`` to an entry dict through
 :mod:`poolsplit_integrations._entries` (the mapping table lives there and in
 the README), let the core decide, and return new ``Document`` objects with
-``poolsplit_pool``, ``poolsplit_score`` and ``poolsplit_always`` added to a
+``poolsplit_pool``, ``poolsplit_score``, ``poolsplit_always`` and ``poolsplit_similarity``
+(the candidate's retriever score, or its rank when the retriever gave none) added to a
 copy of the metadata. Input documents are never modified.
 
 Each component holds one prepared store (:class:`~poolsplit_integrations._entries.LiveStore`)
@@ -50,8 +51,9 @@ require("langchain_core", "langchain")
 import logging
 import numbers
 import uuid
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, NoReturn
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -60,8 +62,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import (
     ConfigDict,
     Field,
@@ -72,7 +76,7 @@ from pydantic import (
 )
 from typing_extensions import Self
 
-from poolsplit_core.poolsplit import Explanation
+from poolsplit_core.poolsplit import Explanation, Pool
 from poolsplit_integrations._entries import (
     DEFAULT,
     OPTION_CHECKS,
@@ -84,6 +88,7 @@ from poolsplit_integrations._entries import (
     excluded,
     model_arguments,
     narrow,
+    rank_similarities,
     refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
@@ -96,7 +101,7 @@ from poolsplit_integrations._models import OptionsModel
 #: Warnings about documents that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
 
-__all__ = ["PoolSplitCompressor", "PoolSplitRetriever"]
+__all__ = ["PoolSplitCompressor", "PoolSplitRetriever", "VectorStoreSource"]
 
 # Keyword arguments ``PoolSplitRetriever.invoke(query, **kwargs)`` accepts.
 _CALL_KWARGS = ("project", "tags", "k", "filter")
@@ -153,11 +158,16 @@ def _doc_key(doc: Document) -> Hashable:
     return ("content", doc.page_content, _freeze(doc.metadata))
 
 
+#: Where LangChain retrievers and compressors put a candidate's score in metadata.
+_SCORE_KEYS = ("score", "relevance_score", "similarity_score")
+
+
 def _similarity(doc: Document) -> float | None:
-    """A candidate's retriever score (``metadata["score"]``), when it is a number."""
-    score = doc.metadata.get("score")
-    if isinstance(score, numbers.Real) and not isinstance(score, bool):
-        return float(score)
+    """A candidate's retriever score (the first number of :data:`_SCORE_KEYS`), if any."""
+    for key in _SCORE_KEYS:
+        score = doc.metadata.get(key)
+        if isinstance(score, numbers.Real) and not isinstance(score, bool):
+            return float(score)
     return None
 
 
@@ -182,7 +192,8 @@ def _to_document(doc: Document, hit: Hit) -> Document:
     return Document(
         id=doc.id,
         page_content=doc.page_content,
-        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always),
+        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always,
+                                 hit.entry.get("similarity")),
     )
 
 
@@ -249,18 +260,24 @@ def _merge(live: LiveStore, candidates: Sequence[Document]) -> tuple[list[Docume
     """The candidates that join the stored documents, as Documents and as entries.
 
     Duplicates (of the store or of each other, by :func:`_doc_key`) are kept
-    once; a candidate's ``metadata["score"]`` becomes the entry key ``similarity``.
+    once; a candidate's ``metadata["score"]`` (or ``relevance_score``,
+    ``similarity_score``) becomes the entry key ``similarity``. When no
+    candidate has one (``vectorstore.as_retriever()``), their order does:
+    the ``i``-th of ``n`` gets ``1 - i/n`` (:func:`rank_similarities`).
     """
     seen: set[Hashable] = set()
     extra: list[Document] = []
-    for doc in candidates:
+    ranked = rank_similarities([_similarity(doc) for doc in candidates])
+    similarities: list[float | None] = []
+    for doc, similarity in zip(candidates, ranked):
         key = _doc_key(doc)
         if key not in seen and not live.holds_key(key):
             seen.add(key)
             extra.append(doc)
+            similarities.append(similarity)
     entries = [
-        to_entry(doc.page_content, doc.metadata, doc.id, similarity=_similarity(doc))
-        for doc in extra
+        to_entry(doc.page_content, doc.metadata, doc.id, similarity=similarity)
+        for doc, similarity in zip(extra, similarities)
     ]
     return extra, entries
 
@@ -294,6 +311,136 @@ def _explain(
     """The core's account of the call :func:`_pool_split` would make (same merge)."""
     _, extra_entries = _merge(selector.live, candidates)
     return selector.explain(query, extra_entries, bound=bound, **(overrides or {}))
+
+
+class VectorStoreSource:
+    """Where a :class:`PoolSplitRetriever` reads memory that lives in a LangChain ``VectorStore``.
+
+    Built by :meth:`PoolSplitRetriever.from_vector_store`; on every query it
+    reads:
+
+    - **the always tier by metadata filter**: every document with
+      ``scope == "always"`` and the tenant's keys. An ``InMemoryVectorStore``
+      is read directly (a filter over its documents); any other store is
+      asked for ``always_limit`` documents with the filter
+      ``{"scope": "always", **tenant}``, and a store holding more is refused
+      (a correction is never dropped silently);
+    - **per pool, a filtered search** (``similarity_search_with_relevance_scores``,
+      ``search_k`` documents; the cosine similarity of ``InMemoryVectorStore``,
+      which has no relevance function): ``type`` in the pool's types and the
+      tenant; the score becomes the entry key ``similarity``.
+
+    Filters are a callable for ``InMemoryVectorStore`` and the common dict
+    form (``{"type": {"$in": [...]}, "user_id": "ana"}``, as ``PGVector``,
+    Chroma and others read it) for every other store; a store whose search
+    takes no filter is refused by name. Documents need a ``type`` in
+    metadata to be found by a typed pool's search.
+    """
+
+    def __init__(self, vector_store: Any, *, search_k: int | None = None,
+                 always_limit: int = 1000) -> None:
+        if not isinstance(vector_store, VectorStore):
+            raise TypeError(f"vector_store must be a LangChain VectorStore,"
+                            f" got {type(vector_store).__name__}")
+        for name, value in (("search_k", search_k), ("always_limit", always_limit)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if vector_store.embeddings is None:
+            raise ValueError(f"{type(vector_store).__name__} has no embeddings to search with")
+        self.vector_store, self.search_k, self.always_limit = vector_store, search_k, always_limit
+
+    @property
+    def name(self) -> str:
+        """The vector store's class name, for messages."""
+        return type(self.vector_store).__name__
+
+    def top_k(self, pool: Pool) -> int:
+        """The search size of one pool: ``search_k``, else 3 x its entry cap (at least 10)."""
+        return self.search_k if self.search_k is not None else max(10, 3 * pool.max_entries)
+
+    def candidates(self, query: str, pools: Sequence[Pool],
+                   tenant: Mapping[str, Any] | None) -> list[Document]:
+        """The always tier (no score) then each pool's hits, scores in ``metadata["score"]``."""
+        tenant = dict(tenant or {})
+        for key, value in tenant.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise ValueError(f"the filter {key}={value!r} cannot be expressed as a metadata"
+                                 f" filter of {self.name} (a str or a number is)")
+        self._check_dimension(query)
+        found = [self._unscored(doc) for doc in self._always(tenant)]
+        for pool in pools:
+            for doc, score in self._search(query, pool, tenant):
+                found.append(Document(id=doc.id, page_content=self._text(doc),
+                                      metadata={**doc.metadata, "score": score}))
+        return found
+
+    def _check_dimension(self, query: str) -> None:
+        store = self.vector_store
+        held = getattr(store, "_embedding_length", None)
+        if held is None and isinstance(store, InMemoryVectorStore) and store.store:
+            held = len(next(iter(store.store.values()))["vector"])
+        if held is None:
+            return  # the store's own error, if any, is named by _run
+        given = len(cast(Embeddings, store.embeddings).embed_query(query))
+        if given != held:
+            raise ValueError(
+                f"embedding dimension mismatch: the embeddings give {given}-dimensional"
+                f" vectors, {self.name} holds {held}-dimensional ones")
+
+    def _text(self, doc: Document) -> str:
+        if not doc.page_content:
+            raise ValueError(f"{self.name} returned document {doc.id!r} without text"
+                             " (page_content is empty): memory needs the text it stores")
+        return doc.page_content
+
+    def _unscored(self, doc: Document) -> Document:
+        metadata = {k: v for k, v in doc.metadata.items() if k not in _SCORE_KEYS}
+        return Document(id=doc.id, page_content=self._text(doc), metadata=metadata)
+
+    def _always(self, tenant: Mapping[str, Any]) -> list[Document]:
+        wanted = {"scope": "always", **tenant}
+        store = self.vector_store
+        if isinstance(store, InMemoryVectorStore):
+            return [Document(id=doc_id, page_content=item["text"], metadata=item["metadata"])
+                    for doc_id, item in store.store.items()
+                    if all(item["metadata"].get(k) == v for k, v in wanted.items())]
+        hits = self._run(lambda: store.similarity_search(
+            "", k=self.always_limit + 1, filter=wanted))
+        if len(hits) > self.always_limit:
+            raise ValueError(
+                f"{self.name} holds more than always_limit={self.always_limit} always-scope"
+                f" documents for {tenant or 'this store'}; raise always_limit (none is"
+                " dropped silently)")
+        return list(hits)
+
+    def _search(self, query: str, pool: Pool,
+                tenant: Mapping[str, Any]) -> list[tuple[Document, float]]:
+        types = pool.types
+        store = self.vector_store
+        if isinstance(store, InMemoryVectorStore):
+            def keep(doc: Document) -> bool:
+                return ((types is None or doc.metadata.get("type") in types)
+                        and all(doc.metadata.get(k) == v for k, v in tenant.items()))
+            # its score is the cosine similarity already (it has no relevance function)
+            return list(store.similarity_search_with_score(query, k=self.top_k(pool),
+                                                           filter=keep))
+        where = {**({"type": {"$in": list(types)}} if types is not None else {}), **tenant}
+        with warnings.catch_warnings():  # a score outside [0, 1]: the scorer clamps it
+            warnings.filterwarnings("ignore", "Relevance scores must be between 0 and 1")
+            return list(self._run(lambda: store.similarity_search_with_relevance_scores(
+                query, k=self.top_k(pool), filter=where or None)))
+
+    def _run(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except (TypeError, NotImplementedError) as err:
+            raise ValueError(f"{self.name} cannot express the metadata filter of a pool-split"
+                             f" search: {err}") from err
+        except Exception as err:  # a driver's error: name a dimension mismatch
+            if "dimension" in str(err).lower():
+                raise ValueError(f"embedding dimension mismatch in {self.name}: {err}") from err
+            raise
 
 
 #: The private keyword ``invoke`` uses to hand the run's bound tenant to the retrieval.
@@ -379,8 +526,9 @@ class _Component(OptionsModel):
 
     def _refuse_code(self, exclude: Any) -> None:
         refuse_unserialisable(
-            type(self).__name__, {name: getattr(self, name) for name in type(self).model_fields},
-            live=self._LIVE, skip=excluded(exclude),
+            type(self).__name__, {**{name: getattr(self, name) for name in type(self).model_fields},
+                                  "vector_store": getattr(self, "_source", None)},
+            live=(*self._LIVE, "vector_store"), skip=excluded(exclude),
             hint="dump without it (exclude={{'{name}'}}) and pass {name}= again when you"
                  " rebuild the component",
         )
@@ -608,6 +756,52 @@ class PoolSplitRetriever(_Component, BaseRetriever):
     """Optional candidate source merged with ``documents`` on every query."""
 
     _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
+    _source: VectorStoreSource | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_vector_store(
+        cls,
+        vector_store: VectorStore,
+        pools: Sequence[Pool] = (),
+        *,
+        search_k: int | None = None,
+        always_limit: int = 1000,
+        **kwargs: Any,
+    ) -> PoolSplitRetriever:
+        """Read memory from any LangChain ``VectorStore`` on every query, corrections first.
+
+        Each query reads the always tier by metadata filter (``scope ==
+        "always"`` and the tenant) and runs one filtered search per pool (its
+        types, the tenant; ``search_k`` documents each, default
+        ``max(10, 3 x max_entries)``), then pool-splits them (see
+        :class:`VectorStoreSource`). Other keyword arguments are fields
+        (``k``, ``context``, ``scorer``, ``filter``, ``require_filter_keys``,
+        ...; ``documents=`` adds static documents).
+
+        Raises:
+            TypeError: ``vector_store`` is not a LangChain ``VectorStore``.
+            ValueError: bad ``search_k``/``always_limit``; and, on a query, a
+                document without text, an embedding dimension that is not the
+                store's, a filter the store cannot express, or more
+                always-scope documents than ``always_limit``.
+        """
+        source = VectorStoreSource(vector_store, search_k=search_k, always_limit=always_limit)
+        retriever = cls(pools=list(pools), **kwargs)
+        retriever._source = source
+        return retriever
+
+    @property
+    def source(self) -> VectorStoreSource | None:
+        """The vector store this retriever reads on every query (:meth:`from_vector_store`)."""
+        return self._source
+
+    def _source_candidates(self, selector: Selector, query: str, overrides: Mapping[str, Any],
+                           bound: Mapping[str, Any] | None) -> list[Document]:
+        """The vector store's always tier and per-pool hits, for this call's tenant."""
+        if self._source is None:
+            return []
+        active = selector.active_filter(overrides.get("filter", DEFAULT), bound)
+        return self._source.candidates(query, self.pools, active)
 
     @field_validator("base_retriever", mode="before")
     @classmethod
@@ -768,9 +962,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
                 filter cost more than ``max_always_tokens``.
         """
         selector, overrides, bound = self._start(kwargs)
-        candidates: list[Document] = []
+        candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
-            candidates = self.base_retriever.invoke(
+            candidates += self.base_retriever.invoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
         return _pool_split(selector, query, candidates, overrides, bound)
@@ -789,9 +983,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             The same documents :meth:`_get_relevant_documents` returns.
         """
         selector, overrides, bound = self._start(kwargs)
-        candidates: list[Document] = []
+        candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
-            candidates = await self.base_retriever.ainvoke(
+            candidates += await self.base_retriever.ainvoke(
                 query, config={"callbacks": run_manager.get_child()}
             )
         return _pool_split(selector, query, candidates, overrides, bound)
@@ -833,9 +1027,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         """
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
-        candidates: list[Document] = []
+        candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
-            candidates = self.base_retriever.invoke(query)
+            candidates += self.base_retriever.invoke(query)
         return _explain(selector, query, candidates, overrides, bound)
 
     async def aexplain(self, query: str, config: RunnableConfig | None = None,
@@ -852,9 +1046,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         """
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
-        candidates: list[Document] = []
+        candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
-            candidates = await self.base_retriever.ainvoke(query)
+            candidates += await self.base_retriever.ainvoke(query)
         return _explain(selector, query, candidates, overrides, bound)
 
 

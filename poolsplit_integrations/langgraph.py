@@ -857,7 +857,8 @@ class PoolSplitStoreRetriever(BaseRetriever):
             metadata["key"] = item.key
             docs.append(Document(
                 page_content=str(entries[hit.index].get("content", "")),
-                metadata=result_metadata(metadata, hit.pool, hit.score, hit.always),
+                metadata=result_metadata(metadata, hit.pool, hit.score, hit.always,
+                                         entries[hit.index].get("similarity")),
             ))
         return docs
 

@@ -21,8 +21,10 @@ supplies ``type``, ``scope``, ``tags``, ... and the node id is the entry id),
 come back as ``NodeWithScore`` on copies of the nodes.
 
 Every returned node is a copy whose metadata gains ``poolsplit_pool``,
-``poolsplit_always`` and ``poolsplit_score`` (the core's score; ``None`` for
-always-scope). These three keys are added to the copy's
+``poolsplit_always``, ``poolsplit_score`` (the core's score; ``None`` for
+always-scope) and ``poolsplit_similarity`` (the candidate's own retriever
+score, kept: ``NodeWithScore.score`` holds the poolsplit score, the order of
+the result). These keys are added to the copy's
 ``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so they
 never reach a prompt or an embedding.
 
@@ -87,7 +89,9 @@ from poolsplit_integrations._extras import require
 
 require("llama_index.core", "llamaindex")
 
+from llama_index.core import VectorStoreIndex  # noqa: E402
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.bridge.pydantic import (  # noqa: E402
     Field,
@@ -109,6 +113,15 @@ from llama_index.core.schema import (  # noqa: E402
     TextNode,
 )
 from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc  # noqa: E402
+from llama_index.core.vector_stores.types import (  # noqa: E402
+    BasePydanticVectorStore,
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+)
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
 from poolsplit_core.poolsplit import (  # noqa: E402
@@ -130,6 +143,7 @@ from poolsplit_integrations._entries import (  # noqa: E402
     excluded,
     narrow,
     pools_to_data,
+    rank_similarities,
     refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
@@ -146,6 +160,7 @@ __all__ = [
     "PoolSplitMemoryBlock",
     "PoolSplitPostprocessor",
     "PoolSplitRetriever",
+    "VectorStoreSource",
 ]
 
 #: Warnings about nodes that cannot load (a type no pool takes).
@@ -193,7 +208,8 @@ def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
     """A copy of ``node`` carrying the ``poolsplit_*`` metadata; ``node`` is untouched."""
     hidden = list(RESULT_KEYS)
     return node.model_copy(update={
-        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always),
+        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always,
+                                    hit.entry.get("similarity")),
         "excluded_llm_metadata_keys": [
             *(k for k in node.excluded_llm_metadata_keys if k not in hidden), *hidden],
         "excluded_embed_metadata_keys": [
@@ -246,13 +262,14 @@ def _candidate_entries(
     seen: set[str] = set()
     extra_nodes: list[BaseNode] = []
     extra_entries: list[dict[str, Any]] = []
-    for candidate in candidates:
+    ranked = rank_similarities([candidate.score for candidate in candidates])
+    for candidate, similarity in zip(candidates, ranked):
         node_id = candidate.node.node_id
         if node_id in seen or live.holds_key(node_id):
             continue
         seen.add(node_id)
         extra_nodes.append(candidate.node)
-        extra_entries.append(_node_entry(candidate.node, candidate.score))
+        extra_entries.append(_node_entry(candidate.node, similarity))
     return extra_nodes, extra_entries
 
 
@@ -558,6 +575,7 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             max_always_tokens=max_always_tokens,
         )
         self._base_retriever = base_retriever
+        self._source: VectorStoreSource | None = None
         self._live = _live_store(nodes or (), self._options, type(self).__name__)
         # An unbound retriever with require_filter_keys is allowed: it is the
         # shared template that with_filter() binds per tenant. Its calls refuse.
@@ -617,6 +635,59 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         refuse_unknown(f"{cls.__name__}.from_documents()", kwargs, [
             *_init_arguments(cls.from_documents), *_init_arguments(cls.__init__, "nodes", "pools")])
         return cls(nodes=_documents_to_nodes(documents, node_parser), pools=pools, **kwargs)
+
+    @classmethod
+    def from_vector_store(
+        cls,
+        vector_store: Any,
+        pools: Sequence[Pool] = (),
+        *,
+        embed_model: BaseEmbedding | None = None,
+        similarity_top_k: int | None = None,
+        filters: MetadataFilters | None = None,
+        **kwargs: Any,
+    ) -> PoolSplitRetriever:
+        """Read memory from a vector store on every query: corrections first, every pool fed.
+
+        ``vector_store`` is a LlamaIndex vector store that keeps text
+        (``PGVectorStore``, ...) or a ``VectorStoreIndex`` (its
+        ``embed_model`` is the default). Each query reads the always tier
+        from the store (``get_nodes`` filtered on ``scope == "always"`` and
+        the tenant ``filter``) and runs one filtered search per pool (its
+        types, the tenant, ``filters``; ``similarity_top_k`` per pool,
+        default ``max(10, 3 x max_entries)``); pool-split then runs over
+        those nodes. See :class:`VectorStoreSource`. Other keyword arguments
+        go to ``__init__`` (``k``, ``context``, ``scorer``, ``filter``,
+        ``require_filter_keys``, ...; ``nodes=`` adds static nodes).
+
+        Raises:
+            ValueError: a vector store that keeps no text (outside its
+                index); and, on a query, an embedding dimension that is not
+                the store's, or a filter the store cannot express.
+            TypeError: no ``embed_model`` (outside an index), or a wrong type.
+        """
+        refuse_unknown(f"{cls.__name__}.from_vector_store()", kwargs, [
+            *_init_arguments(cls.from_vector_store), *_init_arguments(cls.__init__, "pools")])
+        source = VectorStoreSource(vector_store, embed_model=embed_model,
+                                   similarity_top_k=similarity_top_k, filters=filters)
+        kwargs.setdefault("nodes", [])
+        retriever = cls(pools=pools, **kwargs)
+        retriever._source = source
+        return retriever
+
+    @property
+    def source(self) -> VectorStoreSource | None:
+        """The vector store this retriever reads on every query (:meth:`from_vector_store`)."""
+        return self._source
+
+    def _candidates(self, bundle: QueryBundle) -> list[NodeWithScore]:
+        """The vector store's always tier and per-pool hits, then the base retriever's."""
+        found: list[NodeWithScore] = []
+        if self._source is not None:
+            found = self._source.candidates(bundle, self._options.pools, self._options.filter)
+        if self._base_retriever is not None:
+            found.extend(self._base_retriever.retrieve(bundle))
+        return found
 
     @property
     def nodes(self) -> list[BaseNode]:
@@ -707,16 +778,17 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         """
         bundle = QueryBundle(query) if isinstance(query, str) else query
         selector = self._selector()
-        candidates = self._base_retriever.retrieve(bundle) if self._base_retriever else []
+        candidates = self._candidates(bundle)
         _, extra_entries = _candidate_entries(self._live, candidates)
         return selector.explain(bundle.query_str, extra=extra_entries)
 
-    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever",)
+    _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever", "vector_store")
 
     def _values(self) -> dict[str, Any]:
         options = self._options
         return {"scorer": options.scorer, "token_counter": options.token_counter,
-                "is_active": options.is_active, "base_retriever": self._base_retriever}
+                "is_active": options.is_active, "base_retriever": self._base_retriever,
+                "vector_store": self._source}
 
     def _data(self, **kwargs: Any) -> dict[str, Any]:
         options, skip = self._options, excluded(kwargs.get("exclude"))
@@ -751,18 +823,171 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Pool-split over the stored nodes and the base retriever's candidates."""
         selector = self._selector()
-        candidates = (
-            self._base_retriever.retrieve(query_bundle) if self._base_retriever else []
-        )
-        return _pool_split_nodes(selector, query_bundle.query_str, candidates)
+        return _pool_split_nodes(selector, query_bundle.query_str, self._candidates(query_bundle))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
         selector = self._selector()
-        candidates = (
-            await self._base_retriever.aretrieve(query_bundle) if self._base_retriever else []
-        )
+        candidates: list[NodeWithScore] = []
+        if self._source is not None:
+            candidates = self._source.candidates(query_bundle, self._options.pools,
+                                                 self._options.filter)
+        if self._base_retriever is not None:
+            candidates.extend(await self._base_retriever.aretrieve(query_bundle))
         return _pool_split_nodes(selector, query_bundle.query_str, candidates)
+
+
+# --------------------------------------------------------------------------
+# VectorStoreSource: memory that lives in a vector store
+# --------------------------------------------------------------------------
+
+#: Metadata filter values every vector store can compare for equality.
+_FILTERABLE = (str, int, float)
+
+
+class VectorStoreSource:
+    """Where a :class:`PoolSplitRetriever` reads memory that lives in a vector store.
+
+    Built by :meth:`PoolSplitRetriever.from_vector_store`; on every query it
+    reads:
+
+    - **the always tier from the store itself**: ``get_nodes`` with the
+      metadata filters ``scope == "always"`` AND the tenant filter AND
+      ``filters`` -- every correction of the tenant, whatever the similarity
+      search finds;
+    - **per pool, a filtered similarity search**: ``type IN pool.types`` (no
+      type filter for a pool of every type) AND the tenant AND ``filters``,
+      ``similarity_top_k`` nodes each, so a crowded type cannot push a quiet
+      one out of the candidates before pool-split runs.
+
+    The candidates' similarities reach the scorer as the entry key
+    ``similarity``. A ``VectorStoreIndex`` on LlamaIndex's in-memory defaults
+    works (its ``SimpleVectorStore`` keeps no text: the index's docstore
+    supplies the nodes, and its metadata is filtered with LlamaIndex's own
+    filter function), as does any vector store that keeps text and
+    implements ``get_nodes(filters=...)`` (``PGVectorStore``). Nodes need a
+    ``type`` in metadata to be found by a typed pool's search.
+    """
+
+    def __init__(self, vector_store: Any, *, embed_model: BaseEmbedding | None = None,
+                 similarity_top_k: int | None = None,
+                 filters: MetadataFilters | None = None) -> None:
+        docstore = None
+        if isinstance(vector_store, VectorStoreIndex):
+            if embed_model is None:
+                embed_model = vector_store._embed_model
+            docstore = vector_store.docstore
+            vector_store = vector_store.vector_store
+        if not isinstance(vector_store, BasePydanticVectorStore):
+            raise TypeError("vector_store must be a LlamaIndex vector store or a"
+                            f" VectorStoreIndex, got {type(vector_store).__name__}")
+        if not isinstance(embed_model, BaseEmbedding):
+            raise TypeError("from_vector_store needs embed_model=, the embedding model the"
+                            " store was built with (a LlamaIndex BaseEmbedding), got"
+                            f" {type(embed_model).__name__}")
+        if not vector_store.stores_text and docstore is None:
+            raise ValueError(
+                f"{type(vector_store).__name__} keeps no text (stores_text=False), so memory"
+                " cannot be read from it alone; pass the VectorStoreIndex built on it (its"
+                " docstore holds the nodes) or a vector store that keeps text")
+        if similarity_top_k is not None and (
+                isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int)
+                or similarity_top_k < 1):
+            raise ValueError(f"similarity_top_k must be an int >= 1 or None,"
+                             f" got {similarity_top_k!r}")
+        if filters is not None and not isinstance(filters, MetadataFilters):
+            raise TypeError(f"filters must be LlamaIndex MetadataFilters or None,"
+                            f" got {type(filters).__name__}")
+        self.vector_store, self.docstore, self.embed_model = vector_store, docstore, embed_model
+        self.similarity_top_k, self.filters = similarity_top_k, filters
+
+    def top_k(self, pool: Pool) -> int:
+        """The search size of one pool: ``similarity_top_k``, else 3 x its entry cap (>= 10)."""
+        if self.similarity_top_k is not None:
+            return self.similarity_top_k
+        return max(10, 3 * pool.max_entries)
+
+    def candidates(self, query: QueryBundle, pools: Sequence[Pool],
+                   tenant: Mapping[str, Any] | None) -> list[NodeWithScore]:
+        """The always tier (score ``None``) then each pool's search hits, best first."""
+        scoped = self._filters(tenant)
+        found = [NodeWithScore(node=node) for node in self._always(scoped)]
+        embedding = self.embed_model.get_query_embedding(query.query_str)
+        self._check_dimension(embedding)
+        for pool in pools:
+            filters = list(scoped)
+            if pool.types is not None:
+                filters.append(MetadataFilter(key="type", value=list(pool.types),
+                                              operator=FilterOperator.IN))
+            found.extend(self._search(embedding, filters, self.top_k(pool)))
+        return found
+
+    def _filters(self, tenant: Mapping[str, Any] | None) -> list[Any]:
+        """The tenant's equality filters, then ``filters`` (ANDed)."""
+        out: list[Any] = []
+        for key, value in (tenant or {}).items():
+            if isinstance(value, bool) or not isinstance(value, _FILTERABLE):
+                raise ValueError(
+                    f"the filter {key}={value!r} cannot be expressed as a metadata filter of"
+                    f" {type(self.vector_store).__name__} (a str or a number is)")
+            out.append(MetadataFilter(key=key, value=value, operator=FilterOperator.EQ))
+        static = self.filters
+        if static is not None:
+            flat = static.condition in (None, FilterCondition.AND) and all(
+                isinstance(item, MetadataFilter) for item in static.filters)
+            out.extend(static.filters) if flat else out.append(static)  # nested only if needed
+        return out
+
+    def _run(self, what: str, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except (NotImplementedError, ValueError) as err:
+            raise ValueError(
+                f"{type(self.vector_store).__name__} cannot express the metadata filters of"
+                f" {what}: {err}") from err
+
+    def _always(self, scoped: list[Any]) -> list[BaseNode]:
+        filters = MetadataFilters(filters=[
+            MetadataFilter(key="scope", value="always", operator=FilterOperator.EQ), *scoped])
+        store = self.vector_store
+        if self.docstore is not None and not store.stores_text:
+            metadata = getattr(getattr(store, "data", None), "metadata_dict", None)
+            if metadata is None:
+                raise ValueError(f"{type(store).__name__} keeps no text and no metadata to"
+                                 " read the always tier from; use a vector store that keeps"
+                                 " text")
+            keep = build_metadata_filter_fn(metadata.__getitem__, filters)
+            ids = [node_id for node_id in metadata if keep(node_id)]
+            return list(self.docstore.get_nodes(ids))
+        return list(self._run("the always tier",
+                              lambda: store.get_nodes(filters=filters)))
+
+    def _search(self, embedding: list[float], filters: list[Any],
+                top_k: int) -> list[NodeWithScore]:
+        query = VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k,
+                                 filters=MetadataFilters(filters=filters) if filters else None)
+        result = self._run("a pool's search", lambda: self.vector_store.query(query))
+        similarities = list(result.similarities or [])
+        if result.nodes is not None and self.vector_store.stores_text:
+            nodes = list(result.nodes)
+        else:
+            docstore: Any = self.docstore
+            nodes = list(docstore.get_nodes(list(result.ids or [])))
+        return [NodeWithScore(node=node, score=similarities[i] if i < len(similarities)
+                              else None) for i, node in enumerate(nodes)]
+
+    def _check_dimension(self, embedding: Sequence[float]) -> None:
+        store = self.vector_store
+        held = getattr(store, "embed_dim", None)
+        if held is None:
+            vectors = getattr(getattr(store, "data", None), "embedding_dict", None)
+            if vectors:
+                held = len(next(iter(vectors.values())))
+        if held is not None and held != len(embedding):
+            raise ValueError(
+                f"embedding dimension mismatch: embed_model"
+                f" {type(self.embed_model).__name__} gives {len(embedding)}-dimensional"
+                f" vectors, {type(store).__name__} holds {held}-dimensional ones")
 
 
 # --------------------------------------------------------------------------
@@ -989,9 +1214,15 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         retriever, its filter applies too (the block's narrows it).
         """
         refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
-        selector = Selector(self._live, self.options(), owner="this PoolSplitMemoryBlock")
-        selector.active_filter(bound=self._bound, hint="set its filter with those keys")
-        hits = selector.select(message, bound=self._bound, **overrides)
+        options = self.options()
+        selector = Selector(self._live, options, owner="this PoolSplitMemoryBlock")
+        active = selector.active_filter(bound=self._bound, hint="set its filter with those keys")
+        extra: list[dict[str, Any]] = []
+        source = self.store.source if isinstance(self.store, PoolSplitRetriever) else None
+        if source is not None:  # memory in a vector store: read it for this message
+            found = source.candidates(QueryBundle(message), options.pools, active)
+            _, extra = _candidate_entries(self._live, found)
+        hits = selector.select(message, extra, bound=self._bound, **overrides)
         return _render(hits, self.corrections_heading)
 
 

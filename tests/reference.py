@@ -140,6 +140,47 @@ def ref_default_scorer(entry, context=None, *, now=None):
     return base * recency * tag * match * message
 
 
+def ref_hybrid_scorer(*, relevance="words", similarity_weight=1.5, evergreen=(),
+                      decay_days=None):
+    """The README's "Hybrid scorer, exactly", literally (ASCII words only)."""
+    decay_days = {} if decay_days is None else dict(decay_days)
+
+    def score(entry, context=None, *, now=None):
+        context = {} if context is None else context
+        now = resolve_now(now)
+        base = float(entry.get("base_priority", 5))
+        entry_type = entry.get("type", "note")
+        created = parse_time(entry.get("created"))
+        days = 0.0 if created is None else (now - created).total_seconds() / 86400
+        if days < 0:
+            days = 0.0
+        if entry_type in evergreen:
+            recency = 1.0
+        else:
+            recency = max(0.3, 1.0 - 0.7 * days / decay_days.get(entry_type, 90))
+        entry_tags = tag_set(entry.get("tags"))
+        tag = 1.0
+        if entry_tags:
+            tag = 1 + 0.5 * len(entry_tags & tag_set(context.get("tags"))) / len(entry_tags)
+        project = entry.get("project")
+        match = 1.0 if project is None else 1.5 if project == context.get("project") else 0.5
+        message = 1.0
+        if relevance in ("words", "both") and context.get("message"):
+            message_words = words(context["message"])
+            content_words = words(content_text(entry))
+            overlap = 0.0
+            if message_words and content_words:
+                overlap = len(content_words & message_words) / len(message_words)
+            if overlap > 0.15:
+                message = 1 + 1.5 * overlap
+        similar = 1.0
+        if relevance in ("similarity", "both") and entry.get("similarity") is not None:
+            similar = 1 + similarity_weight * min(1.0, max(0.0, float(entry["similarity"])))
+        return base * recency * tag * match * message * similar
+
+    return score
+
+
 def takes_now(fn):
     try:
         params = inspect.signature(fn).parameters.values()
@@ -310,6 +351,7 @@ __all__ = [
     "ref_default_scorer",
     "ref_default_token_counter",
     "ref_explain_pools",
+    "ref_hybrid_scorer",
     "ref_retrieve",
     "ref_retrieve_pools",
     "sort_key",

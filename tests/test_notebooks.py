@@ -33,6 +33,14 @@ EXPECTED = {
                                   "=== turn 4", "Staging API keys are rotated on Fridays",
                                   "=== turn 5",
                                   "pool-split: types covered per turn [8, 8, 8, 8, 8, 8] of 8"]},
+    # Same vector store both ways: pool-split loads every correction and every type for
+    # every query, before and after a burst of fresh entries; similarity alone does not.
+    "05_": {"plots": 2, "texts": ["similarity-only: types covered per query",
+                                  "pool-split: types covered per query [8, 8, 8, 8",
+                                  "corrections loaded for their query 10/10",
+                                  "burst test",
+                                  "pool-split: 0: 10/10, 8.0/8, 50: 10/10, 8.0/8,"
+                                  " 100: 10/10, 8.0/8, 200: 10/10, 8.0/8"]},
     "06_": {"plots": 2, "texts": ["unicode words", "split/unicode", "message only",
                                   "fresh entries", "10/10"]},
     "07_": {"plots": 3, "texts": ["Plan for 1400 tokens", "Coverage over 32 queries", "knee:",

@@ -163,7 +163,15 @@ def test_pool_signature_is_name_limits_then_optional_types():
 def test_make_scorer_takes_only_keyword_options_each_absent_by_default():
     params = inspect.signature(core.make_scorer).parameters.values()
     assert [(p.name, p.kind, p.default) for p in params] == [
-        ("words", inspect.Parameter.KEYWORD_ONLY, None)]
+        ("words", inspect.Parameter.KEYWORD_ONLY, None),
+        ("relevance", inspect.Parameter.KEYWORD_ONLY, "words"),
+        ("similarity_weight", inspect.Parameter.KEYWORD_ONLY, 1.5),
+        ("evergreen", inspect.Parameter.KEYWORD_ONLY, ()),
+        ("decay_days", inspect.Parameter.KEYWORD_ONLY, None)]
+    assert [p.name for p in params] == list(core.ConfiguredScorer.OPTIONS)
+    # each default is the option absent: the default scorer
+    assert core.make_scorer(**{p.name: p.default for p in params}) == core.make_scorer()
+    assert core.make_scorer().to_data() == {"words": "ascii"}
 
 
 def test_word_reader_and_cjk_counter_take_one_text():

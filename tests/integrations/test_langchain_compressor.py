@@ -133,7 +133,18 @@ def test_compressor_equals_retriever_over_pinned_plus_candidates(
     pinned, candidates = docs[:split], docs[split:]
     compressor = PoolSplitCompressor(pools=POOLS, pinned=pinned, k=k, now=NOW)
     retriever = PoolSplitRetriever(documents=docs, pools=POOLS, k=k, now=NOW)
-    assert compressor.compress_documents(candidates, "deploy") == retriever.invoke("deploy")
+    got, want = compressor.compress_documents(candidates, "deploy"), retriever.invoke("deploy")
+
+    def without_similarity(doc: Document) -> tuple[Any, ...]:
+        kept = {k: v for k, v in doc.metadata.items() if k != "poolsplit_similarity"}
+        return doc.id, doc.page_content, kept
+
+    assert [without_similarity(d) for d in got] == [without_similarity(d) for d in want]
+    # Candidates without a score carry their rank order as similarity (1 - i/n);
+    # the stored documents carry none.
+    rank = {d.id: 1 - i / len(candidates) for i, d in enumerate(candidates)}
+    assert [d.metadata["poolsplit_similarity"] for d in got] == [rank.get(d.id) for d in got]
+    assert all(d.metadata["poolsplit_similarity"] is None for d in want)
 
 
 @pytest.mark.parametrize(

@@ -93,8 +93,32 @@ def test_postprocessor_matches_the_retriever_on_the_same_nodes():
     via_post = post.postprocess_nodes([NodeWithScore(node=n) for n in nodes],
                                       query_bundle=QueryBundle("deploy release"))
     via_retriever = retriever.retrieve("deploy release")
-    assert [(r.node.node_id, r.score, r.node.metadata) for r in via_post] == [
-        (r.node.node_id, r.score, r.node.metadata) for r in via_retriever]
+
+    def seen(r):
+        kept = {k: v for k, v in r.node.metadata.items() if k != "poolsplit_similarity"}
+        return r.node.node_id, r.score, kept
+
+    assert [seen(r) for r in via_post] == [seen(r) for r in via_retriever]
+    # Unscored candidates carry their rank as similarity (1 - i/n); stored nodes none.
+    rank = {n.node_id: 1 - i / len(nodes) for i, n in enumerate(nodes)}
+    assert [r.node.metadata["poolsplit_similarity"] for r in via_post] == [
+        rank[r.node.node_id] for r in via_post]
+    assert all(r.node.metadata["poolsplit_similarity"] is None for r in via_retriever)
+
+
+def test_the_retriever_score_is_kept_beside_the_poolsplit_score():
+    # NodeWithScore.score is the poolsplit score (the order of the result);
+    # the candidate's own similarity is kept in metadata, unbounded scores
+    # never replace it.
+    post = PoolSplitPostprocessor(pools=[Pool("all", 1000, 10)], now=NOW)
+    nodes = [TextNode(id_="a", text="release checklist"), TextNode(id_="b", text="push policy")]
+    got = post.postprocess_nodes([NodeWithScore(node=nodes[0], score=0.83),
+                                  NodeWithScore(node=nodes[1], score=0.2)],
+                                 query_bundle=QueryBundle("release"))
+    assert {r.node.node_id: r.node.metadata["poolsplit_similarity"] for r in got} == {
+        "a": 0.83, "b": 0.2}
+    assert {r.node.node_id: r.score for r in got} == {"a": 12.5, "b": 5.0}
+    assert "poolsplit_similarity" in got[0].node.excluded_llm_metadata_keys
 
 
 def test_candidates_and_pinned_nodes_are_never_mutated():

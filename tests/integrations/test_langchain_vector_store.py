@@ -1,0 +1,206 @@
+"""PoolSplitRetriever.from_vector_store over LangChain VectorStores.
+
+InMemoryVectorStore and PGVector (langchain-postgres) on the test suite's real
+PostgreSQL with pgvector: corrections read by metadata filter on every query,
+every pool fed by its own filtered search, the same answer as the core over
+the same documents and candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from poolsplit_core.poolsplit import Pool, make_scorer, retrieve_pools
+from poolsplit_integrations.langchain import PoolSplitRetriever, VectorStoreSource
+
+from ._hashed_embedding import hashed_vector
+
+NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+POOLS = [Pool("work", 400, 3, types=("task", "correction")),
+         Pool("skills", 200, 2, types=("skill",)),
+         Pool("taste", 200, 2, types=("preference",))]
+HYBRID = make_scorer(relevance="both", evergreen=["correction", "preference"])
+QUERY = "deploy the api release to production"
+
+
+class Hashed(Embeddings):
+    """Offline embeddings in which shared words mean nearby vectors."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [hashed_vector(t, self.size) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return hashed_vector(text, self.size)
+
+
+def memory(tenants: tuple[str, ...] = ("ana",)) -> list[Document]:
+    docs = []
+    for user in tenants:
+        docs += [
+            Document(id=f"{user}-fix", page_content="Never deploy on Friday afternoons.",
+                     metadata={"type": "correction", "scope": "always", "user_id": user}),
+            Document(id=f"{user}-bisect", page_content="Use git bisect run for regressions.",
+                     metadata={"type": "skill", "user_id": user}),
+            Document(id=f"{user}-terse", page_content="Prefers short answers.",
+                     metadata={"type": "preference", "user_id": user}),
+        ]
+        docs += [Document(id=f"{user}-task-{i}",
+                          page_content=f"Deploy the api release {i} to production today",
+                          metadata={"type": "task", "user_id": user,
+                                    "created": f"2026-02-{i + 1:02d}"})
+                 for i in range(20)]
+    return docs
+
+
+def in_memory(docs: list[Document], size: int = 64) -> InMemoryVectorStore:
+    store = InMemoryVectorStore(Hashed(size))
+    store.add_documents(docs)
+    return store
+
+
+def core_over(source: VectorStoreSource, tenant: dict[str, Any] | None) -> list[str]:
+    seen, entries = set(), []
+    for doc in source.candidates(QUERY, POOLS, tenant):
+        if doc.id not in seen:
+            seen.add(doc.id)
+            entry = {k: v for k, v in doc.metadata.items() if k != "score"}
+            entry.update(content=doc.page_content, id=doc.id)
+            if "score" in doc.metadata:
+                entry["similarity"] = doc.metadata["score"]
+            entries.append(entry)
+    picked = retrieve_pools(entries, POOLS, {"message": QUERY}, scorer=HYBRID, now=NOW)
+    always = [e["id"] for p in picked.values() for e in p if e.get("scope") == "always"]
+    return always + [e["id"] for p in picked.values() for e in p if e.get("scope") != "always"]
+
+
+def test_similarity_top_k_alone_sees_only_the_burst() -> None:
+    hits = in_memory(memory()).similarity_search(QUERY, k=5)
+    assert {d.metadata["type"] for d in hits} == {"task"}
+
+
+def test_corrections_first_every_type_and_equal_to_the_core() -> None:
+    retriever = PoolSplitRetriever.from_vector_store(
+        in_memory(memory(("ana", "ben"))), pools=POOLS, scorer=HYBRID, now=NOW,
+        require_filter_keys=("user_id",))
+    for user in ("ana", "ben"):
+        docs = retriever.invoke(QUERY, config={"configurable": {"user_id": user}})
+        assert docs[0].id == f"{user}-fix" and docs[0].metadata["poolsplit_always"] is True
+        assert {d.metadata["type"] for d in docs} == {"correction", "task", "skill",
+                                                      "preference"}
+        assert all(d.id.startswith(user + "-") for d in docs)
+        assert [d.id for d in docs] == core_over(retriever.source, {"user_id": user})
+        assert all(isinstance(d.metadata["poolsplit_similarity"], float) for d in docs[1:])
+    with pytest.raises(ValueError, match="user_id"):
+        retriever.invoke(QUERY)  # fail closed: no tenant, no read
+
+
+def test_with_filter_and_explain_read_the_same_source() -> None:
+    retriever = PoolSplitRetriever.from_vector_store(
+        in_memory(memory(("ana", "ben"))), pools=POOLS, now=NOW,
+        require_filter_keys=("user_id",))
+    ben = retriever.with_filter({"user_id": "ben"})
+    loaded = ben.explain(QUERY).loaded()
+    assert [d.entry["id"] for picked in loaded.values() for d in picked if d.outcome == "always"
+            ] == ["ben-fix"]
+    assert ben.invoke(QUERY)[0].id == "ben-fix"
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(TypeError, match="LangChain VectorStore"):
+        PoolSplitRetriever.from_vector_store([], pools=POOLS)
+    with pytest.raises(ValueError, match="search_k"):
+        PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, search_k=0)
+    mismatch = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS)
+    mismatch.source.vector_store.embedding = Hashed(16)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"dimension mismatch.*16.*64"):
+        mismatch.invoke(QUERY)
+    empty = in_memory([Document(id="blank", page_content="",
+                                metadata={"type": "correction", "scope": "always"})])
+    with pytest.raises(ValueError, match="'blank' without text"):
+        PoolSplitRetriever.from_vector_store(empty, pools=POOLS).invoke(QUERY)
+    with pytest.raises(ValueError, match=r"user_id=.*cannot be expressed"):
+        PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
+                                             filter={"user_id": ["ana"]}).invoke(QUERY)
+
+
+@pytest.fixture()
+def pgvector(postgres_uri: str) -> Iterator[Any]:
+    from langchain_postgres import PGVector
+
+    url = postgres_uri.replace("postgresql://", "postgresql+psycopg://", 1)
+    store = PGVector(Hashed(64), connection=url, collection_name="poolsplit_memory",
+                     pre_delete_collection=True, use_jsonb=True)
+    store.add_documents(memory(("ana", "ben")))
+    yield store
+    store.delete_collection()
+
+
+def test_pgvector_gives_corrections_first_and_every_type(pgvector: Any) -> None:
+    retriever = PoolSplitRetriever.from_vector_store(
+        pgvector, pools=POOLS, scorer=HYBRID, now=NOW, require_filter_keys=("user_id",))
+    docs = retriever.with_filter({"user_id": "ana"}).invoke(QUERY)
+    assert docs[0].id == "ana-fix"
+    assert {d.metadata["type"] for d in docs} == {"correction", "task", "skill", "preference"}
+    assert all(d.id.startswith("ana-") for d in docs)
+    assert [d.id for d in docs] == core_over(retriever.source, {"user_id": "ana"})
+    memory_ids = [d.id for d in PoolSplitRetriever.from_vector_store(
+        in_memory(memory(("ana", "ben"))), pools=POOLS, scorer=HYBRID, now=NOW,
+        filter={"user_id": "ana"}).invoke(QUERY)]
+    assert [i for i in memory_ids if "-task-" not in i] == [d.id for d in docs
+                                                           if "-task-" not in d.id]
+
+
+def test_pgvector_reads_a_new_correction_on_the_next_query(pgvector: Any) -> None:
+    retriever = PoolSplitRetriever.from_vector_store(pgvector, pools=POOLS, now=NOW,
+                                                     filter={"user_id": "ana"})
+    pgvector.add_documents([Document(id="ana-fix-2", page_content="Tag every release.",
+                                     metadata={"type": "correction", "scope": "always",
+                                               "user_id": "ana"})])
+    ids = [d.id for d in retriever.invoke("something unrelated")]
+    assert set(ids[:2]) == {"ana-fix", "ana-fix-2"}
+
+
+def test_pgvector_always_limit_refuses_rather_than_drops(pgvector: Any) -> None:
+    retriever = PoolSplitRetriever.from_vector_store(pgvector, pools=POOLS, always_limit=1)
+    with pytest.raises(ValueError, match="more than always_limit=1"):
+        retriever.invoke(QUERY)  # two tenants' corrections, no tenant filter
+
+
+def test_fake_embedding_of_langchain_works_too() -> None:
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
+    store.add_documents(memory())
+    docs = PoolSplitRetriever.from_vector_store(store, pools=POOLS, now=NOW).invoke(QUERY)
+    assert docs[0].id == "ana-fix"
+    assert {d.metadata["type"] for d in docs} == {"correction", "task", "skill", "preference"}
+
+
+def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
+    from poolsplit_integrations._entries import NotSerializableError
+
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS)
+    with pytest.raises(NotSerializableError, match="vector_store"):
+        retriever.model_dump_json()
+    with pytest.raises(NotSerializableError, match="vector_store"):
+        retriever.model_dump(mode="json")
+    # a copy (with_filter) keeps reading the store
+    assert retriever.with_filter({"user_id": "ana"}).source is retriever.source
+
+
+def test_async_invoke_and_explain_read_the_same_source() -> None:
+    import asyncio
+
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, now=NOW)
+    want = [d.id for d in retriever.invoke(QUERY)]
+    assert [d.id for d in asyncio.run(retriever.ainvoke(QUERY))] == want
+    loaded = asyncio.run(retriever.aexplain(QUERY)).loaded()
+    assert sorted(d.entry["id"] for picked in loaded.values() for d in picked) == sorted(want)
