@@ -389,6 +389,8 @@ class LiveStore:
         self._writing = threading.Lock()  # one write at a time: the bookkeeping below
         self._objects: dict[int, Any] = {id(entry): obj for entry, obj in pairs}
         self._keys: dict[Any, int] = {}
+        #: The oversized always tiers already warned of: (owner, budget, cost, positions).
+        self.warned: set[tuple[str, int, int, tuple[int, ...]]] = set()
         for _, obj in pairs:
             self._count(obj, 1)
         self.store = store if store is not None else PreparedStore(
@@ -590,6 +592,15 @@ class Selector:
         total = sum(d.cost or 0 for d in always)
         budget = sum(pool.max_tokens for pool in self.options.pools)
         if total > budget:
+            # Once per tier and budget: the same tier on every turn is one situation.
+            # A write or another tenant's tier is another.
+            seen = self.live.warned
+            situation = (self.owner, budget, total, tuple(d.index for d in always))
+            if situation in seen:
+                return
+            if len(seen) >= 256:  # tenants are the users': keep it small
+                seen.clear()
+            seen.add(situation)
             logger.warning(
                 "always-scope entries cost %d tokens, more than all pools' max_tokens together"
                 " (%d): %s; set max_always_tokens to make this an error", total, budget,
