@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
@@ -125,11 +125,10 @@ def build_context(
     return context
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One loaded entry, in the order an adapter returns it."""
+class Hit(NamedTuple):
+    """One loaded entry, in the order an adapter returns it (a tuple: one per result, cheap)."""
 
-    index: int  # position among the stored entries, then the extra ones
+    position: int  # among the stored entries, then the extra ones
     entry: Mapping[str, Any]  # the entry the core loaded
     pool: str
     score: float | None  # None for always-scope entries
