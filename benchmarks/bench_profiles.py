@@ -362,9 +362,10 @@ def main() -> int:
             rows.append(bench(PROFILES[name], n, args.queries, not args.no_peers))
             print(f"  {name} {n}: done", file=sys.stderr, flush=True)
         _print([r for r in rows if r["n"] == n])
-    out = Path(args.out)
-    out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
-    _plot(rows, out.with_suffix(".png"))
+        # written after each size, so a long run's smaller sizes are kept if it stops
+        out = Path(args.out)
+        out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
+        _plot(rows, out.with_suffix(".png"))
     return 0 if all(r["identical"] for r in rows) else 1
 
 
