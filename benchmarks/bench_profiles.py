@@ -73,11 +73,35 @@ def _ids(loaded: dict[str, list[dict]]) -> list[str]:
     return [e["id"] for pool in POOLS for e in loaded.get(pool.name, [])]
 
 
+def _overhead(name: str, times: list[float], core_t: list[float], returned: list[list[Any]],
+              floor: Any) -> dict[str, Any]:
+    """An adapter against the core plus what its returned objects cost to build, per query.
+
+    ``floor`` builds the same returned objects again (copies of the stored
+    Documents or nodes with their metadata): the least any adapter pays.
+    """
+    floor_t, _ = _time(floor, returned)
+    ratios = [t / (c + f) for t, c, f in zip(times, core_t, floor_t)]
+    per = [((t - c) / len(r), f / len(r)) for t, c, f, r in zip(times, core_t, floor_t, returned)
+           if r]
+    nan = float("nan")
+    return {
+        f"{name}_over_core_and_docs": statistics.median(ratios),
+        # medians of each query's (adapter - core) and floor per returned object
+        f"{name}_us_per_result": statistics.median(p[0] for p in per) * 1e6 if per else nan,
+        f"{name}_floor_us_per_result": statistics.median(p[1] for p in per) * 1e6 if per else nan,
+        f"{name}_results": statistics.mean(len(r) for r in returned),
+    }
+
+
 def _adapters(store: list[dict], profile: Profile, n: int,
               messages: list[str], wheres: list[dict | None]) -> dict[str, Any]:
     """Each adapter's retriever on the same store and message-only contexts."""
     out: dict[str, Any] = {}
     prepared = PreparedStore(store, partition_key="user_id" if profile.name == "tenants" else None)
+    # A tenant filter required on every call partitions the adapters' store by it, as
+    # the core's store is partitioned here: each tenant walks its own entries.
+    tenancy = {"require_filter_keys": ["user_id"]} if profile.name == "tenants" else {}
 
     def core(item: tuple[str, dict | None]) -> list[str]:
         message, where = item
@@ -97,19 +121,25 @@ def _adapters(store: list[dict], profile: Profile, n: int,
         docs = [Document(page_content=e["content"], id=e["id"],
                          metadata={k: v for k, v in e.items() if k not in ("content", "id")})
                 for e in store]
-        retriever = LCRetriever(documents=docs, pools=POOLS, now=NOW)
+        retriever = LCRetriever(documents=docs, pools=POOLS, now=NOW, **tenancy)
 
-        def lc(item: tuple[str, dict | None]) -> list[str]:
+        def lc(item: tuple[str, dict | None]) -> list[Any]:
             message, where = item
-            got = retriever.invoke(message, filter=where) if where else retriever.invoke(message)
-            return [d.id for d in got]
+            return retriever.invoke(message, filter=where) if where else retriever.invoke(message)
+
+        def lc_floor(got: list[Any]) -> list[Any]:
+            # what the returned Documents cost to build, and nothing else
+            return [Document(id=d.id, page_content=d.page_content, metadata=dict(d.metadata))
+                    for d in got]
 
         lc(items[0])
-        lc_t, lc_a = _time(lc, items)
+        lc_t, lc_docs = _time(lc, items)
         out["langchain"] = _stats(lc_t)
+        out.update(_overhead("langchain", lc_t, core_t, lc_docs, lc_floor))
+        lc_a = [[d.id for d in got] for got in lc_docs]
         out["langchain_same"] = all(sorted(a) == sorted(b) for a, b in zip(lc_a, core_a))
     try:
-        from llama_index.core.schema import TextNode
+        from llama_index.core.schema import NodeWithScore, TextNode
 
         from poolsplit_integrations.llama_index import PoolSplitRetriever as LIRetriever
     except ImportError:  # pragma: no cover
@@ -118,20 +148,26 @@ def _adapters(store: list[dict], profile: Profile, n: int,
         nodes = [TextNode(id_=e["id"], text=e["content"],
                           metadata={k: v for k, v in e.items() if k not in ("content", "id")})
                  for e in store]
-        base = LIRetriever(nodes=nodes, pools=POOLS, now=NOW)
+        base = LIRetriever(nodes=nodes, pools=POOLS, now=NOW, **tenancy)
         bound: dict[str, Any] = {}
 
-        def li(item: tuple[str, dict | None]) -> list[str]:
+        def li(item: tuple[str, dict | None]) -> list[Any]:
             message, where = item
             r = base
             if where:
                 key = json.dumps(where, sort_keys=True)
                 r = bound.get(key) or bound.setdefault(key, base.with_filter(where))
-            return [h.node.node_id for h in r.retrieve(message)]
+            return r.retrieve(message)
+
+        def li_floor(got: list[Any]) -> list[Any]:
+            return [NodeWithScore(node=h.node.model_copy(
+                update={"metadata": dict(h.node.metadata)}), score=h.score) for h in got]
 
         li(items[0])
-        li_t, li_a = _time(li, items)
+        li_t, li_hits = _time(li, items)
         out["llamaindex"] = _stats(li_t)
+        out.update(_overhead("llamaindex", li_t, core_t, li_hits, li_floor))
+        li_a = [[h.node.node_id for h in got] for got in li_hits]
         out["llamaindex_same"] = all(sorted(a) == sorted(b) for a, b in zip(li_a, core_a))
     return out
 
@@ -179,10 +215,12 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
     ref_count = 2 if n >= 100_000 else (5 if n >= 10_000 else 10)
     core_count = 5 if n >= 100_000 else 15
 
-    ref_t, ref_a = _time(lambda it: ref_retrieve_pools(_kept(store, it[1]), POOLS, it[0], now=NOW),
-                         items[:ref_count])
-    core_t, core_a = _time(lambda it: retrieve_pools(_kept(store, it[1]), POOLS, it[0], now=NOW),
-                           items[:core_count])
+    # each query's kept entries, filtered outside the timing: both paths get the same list
+    kept = [(q, _kept(store, w)) for q, w in items[:max(ref_count, core_count)]]
+    ref_t, ref_a = _time(lambda it: ref_retrieve_pools(it[1], POOLS, it[0], now=NOW),
+                         kept[:ref_count])
+    core_t, core_a = _time(lambda it: retrieve_pools(it[1], POOLS, it[0], now=NOW),
+                           kept[:core_count])
     builds = []
     for _ in range(1 if n >= 100_000 else 3):
         start = time.perf_counter()
@@ -242,7 +280,7 @@ def _fmt(s: dict[str, float] | None) -> str:
 def _print(rows: list[dict[str, Any]]) -> None:
     head = (f"{'profile':<12} {'N':>7} | {'reference':>9} | {'stateless med/p95/max':>26} | "
             f"{'prepared med/p95/max':>26} | {'LangChain med/p95/max':>26} | "
-            f"{'LlamaIndex med/p95/max':>26} | {'LC/core':>7} | {'LI/core':>7} | "
+            f"{'LlamaIndex med/p95/max':>26} | {'LC/c+d':>6} | {'LI/c+d':>6} | {'us/doc':>9} | "
             f"{'x core':>6} | {'build s':>7} | "
             f"{'upsert':>6} | {'delete':>6} | {'bm25s':>6} | {'rank_bm25':>9} | same")
     print(head)
@@ -251,13 +289,15 @@ def _print(rows: list[dict[str, Any]]) -> None:
         a, p = r["adapters"], r.get("peers", {})
         same_all = r["identical"] and a.get("langchain_same", True) and a.get(
             "llamaindex_same", True)
-        base = a["core_message_only"]["median_ms"]
-        lc = a.get("langchain", {}).get("median_ms", float("nan")) / base
-        li = a.get("llamaindex", {}).get("median_ms", float("nan")) / base
+        nan = float("nan")
+        lc = a.get("langchain_over_core_and_docs", nan)
+        li = a.get("llamaindex_over_core_and_docs", nan)
+        per_doc = (f"{a.get('langchain_us_per_result', nan):4.1f}/"
+                   f"{a.get('llamaindex_us_per_result', nan):4.1f}")
         print(f"{r['profile']:<12} {r['n']:>7} | {r['reference']['median_ms']:9.1f} |"
               f" {_fmt(r['stateless'])} | {_fmt(r['prepared'])} |"
               f" {_fmt(a.get('langchain'))} | {_fmt(a.get('llamaindex'))} |"
-              f" {lc:6.2f}x | {li:6.2f}x |"
+              f" {lc:5.2f}x | {li:5.2f}x | {per_doc:>9} |"
               f" {r['x_stateless']:5.1f}x | {r['build_s']:7.2f} |"
               f" {r['upsert']['median_ms']:6.3f} | {r['delete']['median_ms']:6.3f} |"
               f" {p.get('bm25s', {}).get('median_ms', float('nan')):6.2f} |"
@@ -322,9 +362,10 @@ def main() -> int:
             rows.append(bench(PROFILES[name], n, args.queries, not args.no_peers))
             print(f"  {name} {n}: done", file=sys.stderr, flush=True)
         _print([r for r in rows if r["n"] == n])
-    out = Path(args.out)
-    out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
-    _plot(rows, out.with_suffix(".png"))
+        # written after each size, so a long run's smaller sizes are kept if it stops
+        out = Path(args.out)
+        out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
+        _plot(rows, out.with_suffix(".png"))
     return 0 if all(r["identical"] for r in rows) else 1
 
 

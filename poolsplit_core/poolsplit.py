@@ -64,7 +64,7 @@ from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from itertools import repeat
+from itertools import accumulate, repeat
 from types import MappingProxyType
 from typing import (
     AbstractSet,
@@ -1935,6 +1935,9 @@ class _Index:
         self.by_word: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
         self.by_tag: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
+        # (is a tag, kind, word or tag) -> suffix-minimum cost of that list, made when a
+        # query first reads the list and dropped when the list changes.
+        self.list_low: Dict[Tuple[bool, Tuple[Any, Any], str], List[int]] = {}
         self.vocabulary: Dict[str, str] = {}  # one string object per distinct word
         # Pool types -> its groups and (type, project) kinds; cleared when either set grows.
         self.layout: Dict[Any, Tuple[List[Tuple[Any, float, Any]], List[Tuple[Any, Any]]]] = {}
@@ -2040,8 +2043,8 @@ class _Index:
             streams, ceilings = [], []
             for group in self.layout_for(pool)[0]:
                 project = _project_factor(group[2], query)
-                streams.append(_new(_Stream, (self.groups[group], group, True, no_tag, project,
-                                              no_word)))
+                streams.append(_new(_Stream, (self.groups[group], group, self.min_cost[group],
+                                              no_tag, project, no_word)))
                 ceilings.append(_score(group[1], top_recency, no_tag, project, no_word))
             got = (streams, ceilings)
             if cache_key is not None:
@@ -2051,13 +2054,20 @@ class _Index:
         return got
 
     def suffix_min(self, members: Sequence[int]) -> List[int]:
-        out = [0] * len(members)
-        low = None
-        for j in range(len(members) - 1, -1, -1):
-            cost = self.facts[members[j]].cost
-            low = cost if low is None or cost < low else low
-            out[j] = low
+        """The lowest cost of ``members[j:]`` for each ``j``."""
+        facts = self.facts
+        out = list(accumulate([facts[i].cost for i in reversed(members)], min))
+        out.reverse()
         return out
+
+    def list_min(self, is_tag: bool, kind: Tuple[Any, Any], item: str) -> List[int]:
+        """The suffix-minimum cost of a word or tag list (made once, until the list changes)."""
+        key = (is_tag, kind, item)
+        low = self.list_low.get(key)
+        if low is None:
+            members = (self.by_tag if is_tag else self.by_word)[kind][item]
+            low = self.list_low[key] = self.suffix_min(members)
+        return low
 
     def insert(self, entry: Mapping[str, Any]) -> None:
         """Add one entry at the end, keeping every list in order."""
@@ -2097,11 +2107,14 @@ class _Index:
             low[j] = facts.cost
             j -= 1
         kind = (facts.type, facts.group[2])
-        for lists, items in ((self.by_word[kind], facts.words), (self.by_tag[kind], facts.tags)):
+        drop = self.list_low.pop
+        for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
+                                     (True, self.by_tag[kind], facts.tags)):
             for item in items:
                 postings = lists[item]
                 postings.pop()
                 _insort(postings, i, key)
+                drop((is_tag, kind, item), None)
 
     def unplace(self, i: int) -> None:
         """Take entry ``i`` out of every list it is in (the inverse of :meth:`place`).
@@ -2136,10 +2149,13 @@ class _Index:
             if low[j] == was:
                 break
         kind = (facts.type, facts.group[2])
-        for lists, items in ((self.by_word[kind], facts.words), (self.by_tag[kind], facts.tags)):
+        drop = self.list_low.pop
+        for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
+                                     (True, self.by_tag[kind], facts.tags)):
             for item in items:
                 postings = lists[item]
                 del postings[_locate(postings, i, key)]
+                drop((is_tag, kind, item), None)
 
 
 def _locate(members: Sequence[int], i: int, key: Callable[[int], int]) -> int:
@@ -2190,7 +2206,7 @@ class _Stream(NamedTuple):
 
     members: Sequence[int]
     group: Tuple[Any, float, Any]  # (type, base priority or the kind's top one, project)
-    is_group: bool
+    low: Sequence[int]  # the lowest cost of members[j:], for each j
     tags: float  # the largest tag factor an entry of this stream can have
     project: float  # the project factor of every entry of this stream
     message: float  # the largest message factor an entry of this stream can have
@@ -2215,7 +2231,7 @@ class _PreparedQuery:
        stateless one, ``(-score, created, id, index)``.
     4) A stream skips an entry only when it can never load in this pool: taken
        by an earlier pool, filtered out by ``include``, already seen, or
-       costing more than the tokens left (tokens only decrease); a group's
+       costing more than the tokens left (tokens only decrease); a stream's
        suffix-minimum cost skips its whole tail at once.
     5) Always-scope entries are never in a stream: :class:`_AlwaysTier` loads
        them first, outside the budget.
@@ -2351,13 +2367,14 @@ class _PreparedQuery:
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to all_tags); the word lists owe the rest, whose tag factor is 1.
             project = _project_factor(kind[1], query)
-            for lists, items, tag_factor in ((words, present, no_tag),
-                                             (tags, query.tags, all_tags)):
+            for is_tag, lists, items, tag_factor in ((False, words, present, no_tag),
+                                                     (True, tags, query.tags, all_tags)):
                 ceiling = _score(top, top_recency, tag_factor, project, message)
                 for item in items:
                     if item in lists:
                         streams.append(_new(_Stream, (lists[item], (kind[0], top, kind[1]),
-                                                      False, tag_factor, project, message)))
+                                                      index.list_min(is_tag, kind, item),
+                                                      tag_factor, project, message)))
                         ceilings.append(ceiling)
         return streams, ceilings
 
@@ -2376,11 +2393,11 @@ class _PreparedQuery:
         stream = streams[s]
         members, group = stream.members, stream.group
         at, end = cursor[s], len(members)
-        low = self.index.min_cost.get(group) if stream.is_group else None
+        low = stream.low
         facts, entries, include = self.facts, self.entries, self.include
         while at < end:
-            if low is not None and low[at] > tokens_left:
-                at = end  # nothing left in this group can fit
+            if low[at] > tokens_left:
+                at = end  # nothing left in this stream can fit
                 break
             i = members[at]
             # Every member is active and of an accepted type; the rest is visitable().

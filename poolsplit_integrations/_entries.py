@@ -51,7 +51,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
@@ -154,11 +154,10 @@ def build_context(
     return context
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One loaded entry, in the order an adapter returns it."""
+class Hit(NamedTuple):
+    """One loaded entry, in the order an adapter returns it (a tuple: one per result, cheap)."""
 
-    index: int  # position among the stored entries, then the extra ones
+    position: int  # among the stored entries, then the extra ones
     entry: Mapping[str, Any]  # the entry the core loaded
     pool: str
     score: float | None  # None for always-scope entries
@@ -418,6 +417,8 @@ class LiveStore:
         self._writing = threading.Lock()  # one write at a time: the bookkeeping below
         self._objects: dict[int, Any] = {id(entry): obj for entry, obj in pairs}
         self._keys: dict[Any, int] = {}
+        #: The oversized always tiers already warned of: (owner, budget, cost, positions).
+        self.warned: set[tuple[str, int, int, tuple[int, ...]]] = set()
         for _, obj in pairs:
             self._count(obj, 1)
         self.store = store if store is not None else PreparedStore(
@@ -619,6 +620,15 @@ class Selector:
         total = sum(d.cost or 0 for d in always)
         budget = sum(pool.max_tokens for pool in self.options.pools)
         if total > budget:
+            # Once per tier and budget: the same tier on every turn is one situation.
+            # A write or another tenant's tier is another.
+            seen = self.live.warned
+            situation = (self.owner, budget, total, tuple(d.index for d in always))
+            if situation in seen:
+                return
+            if len(seen) >= 256:  # tenants are the users': keep it small
+                seen.clear()
+            seen.add(situation)
             logger.warning(
                 "always-scope entries cost %d tokens, more than all pools' max_tokens together"
                 " (%d): %s; set max_always_tokens to make this an error", total, budget,

@@ -851,14 +851,14 @@ class PoolSplitStoreRetriever(BaseRetriever):
         entries = {d.index: d.entry for picked in decided.values() for d in picked}
         docs = []
         for hit in assemble(decided, k):
-            item = items[hit.index]
+            item = items[hit.position]
             metadata = {name: value for name, value in item.value.items() if name != "content"}
             metadata["namespace"] = tuple(item.namespace)
             metadata["key"] = item.key
             docs.append(Document(
-                page_content=str(entries[hit.index].get("content", "")),
+                page_content=str(entries[hit.position].get("content", "")),
                 metadata=result_metadata(metadata, hit.pool, hit.score, hit.always,
-                                         entries[hit.index].get("similarity")),
+                                         entries[hit.position].get("similarity")),
             ))
         return docs
 
