@@ -24,6 +24,22 @@ TYPES = ("note", "task", "skill", "correction")
 USERS = ("ana", "bo", "cy")
 
 
+
+def supersede(model, stores, entry):
+    """Upsert ``entry`` over the model's entry of the same id, in every store.
+
+    An upsert keeps its partition: the replacement takes the old entry's
+    ``user_id`` (or none), since moving partitions is refused.
+    """
+    at = next(i for i, e in enumerate(model) if e.get("id") == entry["id"])
+    if "user_id" in model[at]:
+        entry["user_id"] = model[at]["user_id"]
+    else:
+        entry.pop("user_id", None)
+    model[at] = entry
+    for store in stores:
+        store.upsert(entry)
+
 def make_entry(rng, entry_id):
     entry = {"type": rng.choice(TYPES), "user_id": rng.choice(USERS),
              "content": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 5)))}
@@ -102,16 +118,7 @@ def run_sequence(seed, steps=40):
             for store in stores:
                 store.add(entry)
         elif op < 0.45 and ids:
-            target = rng.choice(ids)
-            at = next(i for i, e in enumerate(model) if e.get("id") == target)
-            entry = make_entry(rng, target)
-            if "user_id" in model[at]:
-                entry["user_id"] = model[at]["user_id"]
-            else:
-                entry.pop("user_id", None)
-            model[at] = entry
-            for store in stores:
-                store.upsert(entry)
+            supersede(model, stores, make_entry(rng, rng.choice(ids)))
         elif op < 0.6 and ids:
             target = rng.choice(ids)
             model = [e for e in model if e.get("id") != target]

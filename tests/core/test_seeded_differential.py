@@ -33,7 +33,7 @@ from poolsplit_core.poolsplit import (
     retrieve_pools,
 )
 from tests.core import strategies as s
-from tests.core.test_living_store import check_index_invariants
+from tests.core.test_living_store import check_index_invariants, supersede
 from tests.reference import ref_explain_pools
 
 STORES = int(os.environ.get("POOLSPLIT_SEEDED_STORES", "2000"))
@@ -96,16 +96,9 @@ def write(rng, model, stores, next_id):
     roll = rng.random()
     if roll < 0.5 and ids:
         target = rng.choice(ids)
-        at = next(i for i, e in enumerate(model) if e.get("id") == target)
         entry = s.near_tie_entry(rng, target)
         entry["id"] = target
-        if "user_id" in model[at]:  # an upsert keeps its partition
-            entry["user_id"] = model[at]["user_id"]
-        else:
-            entry.pop("user_id", None)
-        model[at] = entry
-        for store in stores:
-            store.upsert(entry)
+        supersede(model, stores, entry)
     elif roll < 0.85 and ids:
         target = rng.choice(ids)
         model[:] = [e for e in model if e.get("id") != target]

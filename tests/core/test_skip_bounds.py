@@ -24,6 +24,7 @@ from tests.core.test_living_store import (
     make_context,
     make_entry,
     make_pools,
+    supersede,
 )
 
 
@@ -56,16 +57,7 @@ def test_cached_list_minimums_equal_fresh_ones_after_any_writes(block):
                 for store in stores:
                     store.add(entry)
             elif op < 0.5 and ids:
-                target = rng.choice(ids)
-                at = next(i for i, e in enumerate(model) if e["id"] == target)
-                entry = make_entry(rng, target)
-                if "user_id" in model[at]:
-                    entry["user_id"] = model[at]["user_id"]
-                else:
-                    entry.pop("user_id", None)
-                model[at] = entry
-                for store in stores:
-                    store.upsert(entry)
+                supersede(model, stores, make_entry(rng, rng.choice(ids)))
             elif op < 0.65 and ids:
                 target = rng.choice(ids)
                 model = [e for e in model if e["id"] != target]
