@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_retrieve import NOW, POOLS, same, summary  # noqa: E402
+from bench_retrieve import NOW, POOLS, same, summary, time_writes  # noqa: E402
 from profiles import PROFILES, Profile  # noqa: E402
 
 from poolsplit_core.poolsplit import PreparedStore, retrieve_pools  # noqa: E402
@@ -238,16 +238,8 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
 
     rng = random.Random(5)
     targets = rng.sample(range(n), min(100, n))
-    upsert_t, delete_t = [], []
-    for i in targets:
-        replacement = {**store[i], "content": store[i]["content"][::-1]}
-        start = time.perf_counter()
-        prepared.upsert(replacement)
-        upsert_t.append(time.perf_counter() - start)
-    for i in targets:
-        start = time.perf_counter()
-        prepared.delete(store[i]["id"])
-        delete_t.append(time.perf_counter() - start)
+    upsert_t, delete_t = time_writes(
+        prepared, [{**store[i], "content": store[i]["content"][::-1]} for i in targets])
     live = prepared.entries
     identical = identical and all(
         same(prepared.retrieve_pools(POOLS, q, now=NOW, where=w),

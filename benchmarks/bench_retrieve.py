@@ -149,6 +149,20 @@ def same(a: dict, b: dict) -> bool:
         k: [id(e) for e in v] for k, v in b.items()}
 
 
+def time_writes(prepared, replacements: list[dict]) -> tuple[list[float], list[float]]:
+    """Seconds per ``upsert`` of each replacement, then per ``delete`` of each one's id."""
+    upsert_t, delete_t = [], []
+    for entry in replacements:
+        start = time.perf_counter()
+        prepared.upsert(entry)
+        upsert_t.append(time.perf_counter() - start)
+    for entry in replacements:
+        start = time.perf_counter()
+        prepared.delete(entry["id"])
+        delete_t.append(time.perf_counter() - start)
+    return upsert_t, delete_t
+
+
 def bench_size(n: int, queries: list[dict]) -> dict:
     store = make_store(n)
     few = queries[: 3 if n >= 100_000 else 10]
@@ -187,16 +201,9 @@ def bench_size(n: int, queries: list[dict]) -> dict:
     # Supersede and delete stored memories: replacements drawn like the store's.
     rng = random.Random(5)
     targets = rng.sample(range(n), 200)
-    upsert_t, delete_t = [], []
-    for i, entry in zip(targets, make_store(200, seed=98)):
-        replacement = {**entry, "id": store[i]["id"]}
-        start = time.perf_counter()
-        prepared.upsert(replacement)
-        upsert_t.append(time.perf_counter() - start)
-    for i in targets:
-        start = time.perf_counter()
-        prepared.delete(store[i]["id"])
-        delete_t.append(time.perf_counter() - start)
+    upsert_t, delete_t = time_writes(
+        prepared, [{**entry, "id": store[i]["id"]}
+                   for i, entry in zip(targets, make_store(200, seed=98))])
     live = prepared.entries
     agree = agree and all(
         same(prepared.retrieve_pools(POOLS, c, now=NOW), retrieve_pools(live, POOLS, c, now=NOW))
