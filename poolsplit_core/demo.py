@@ -37,7 +37,14 @@ from typing import Any
 from poolsplit_core._plain import pool_to_data
 from poolsplit_core._text import plural, shorten, table
 from poolsplit_core.plan import best_entry_coverage, plan_pools
-from poolsplit_core.poolsplit import Pool, PreparedStore
+from poolsplit_core.poolsplit import (
+    Pool,
+    PreparedStore,
+    Scorer,
+    TokenCounter,
+    default_scorer,
+    default_token_counter,
+)
 
 __all__ = [
     "BURST_SIZE",
@@ -156,7 +163,12 @@ def load_sample_store() -> list[dict[str, Any]]:
     >>> len(load_sample_store()) >= 300
     True
     """
-    path = resources.files("poolsplit_core") / "data" / "sample_store.jsonl"
+    return read_shipped_store("sample_store.jsonl")
+
+
+def read_shipped_store(name: str) -> list[dict[str, Any]]:
+    """Read a JSON Lines store shipped in ``poolsplit_core/data``."""
+    path = resources.files("poolsplit_core") / "data" / name
     text = path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
@@ -172,24 +184,30 @@ def scope_blind(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in entry.items() if k != "scope"} for entry in entries]
 
 
-def fresh_entries(n: int, now: datetime = DEMO_NOW) -> list[dict[str, Any]]:
+def fresh_entries(
+    n: int,
+    now: datetime = DEMO_NOW,
+    *,
+    queries: Sequence[Mapping[str, Any]] = DEMO_QUERIES,
+    update: str = "Update from today's sync: ",
+) -> list[dict[str, Any]]:
     """Return ``n`` fresh, high-priority entries that match the demo's queries.
 
     >>> [(e["id"], e["type"], e["base_priority"]) for e in fresh_entries(2)]
     [('fresh-001', 'task', 9), ('fresh-002', 'note', 9)]
 
-    Entry ``k`` repeats the words of query ``k mod len(DEMO_QUERIES)``, with
-    its project and tags, created at ``now``: the kind of burst a meeting
-    transcript import or a busy morning produces.
+    Entry ``k`` repeats the words of query ``k mod len(queries)`` after
+    ``update``, with its project and tags, created at ``now``: the kind of
+    burst a meeting transcript import or a busy morning produces.
     """
     stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     out = []
     for k in range(n):
-        query = DEMO_QUERIES[k % len(DEMO_QUERIES)]
+        query = queries[k % len(queries)]
         out.append({
             "id": f"fresh-{k + 1:03d}",
             "type": "task" if k % 2 == 0 else "note",
-            "content": f"Update from today's sync: {query['message']}",
+            "content": f"{update}{query['message']}",
             "base_priority": 9,
             "project": query["project"],
             "tags": list(query["tags"]),
@@ -212,13 +230,19 @@ def loaded(
     return _loaded_from(prepare(entries, method), query, method, now)
 
 
-def prepare(entries: Sequence[Mapping[str, Any]], method: str) -> PreparedStore:
+def prepare(
+    entries: Sequence[Mapping[str, Any]],
+    method: str,
+    *,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+) -> PreparedStore:
     """The store one method queries, prepared once for all the demo's queries."""
     if method == "single":
-        return PreparedStore(scope_blind(entries))
-    if method == "split":
-        return PreparedStore(entries)
-    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        entries = scope_blind(entries)
+    elif method != "split":
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return PreparedStore(entries, scorer=scorer, token_counter=token_counter)
 
 
 def _loaded_from(

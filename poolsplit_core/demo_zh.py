@@ -16,16 +16,22 @@ True
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
-from importlib import resources
+from datetime import datetime
 from typing import Any
 
 from poolsplit_core._text import plural, shorten, table
-from poolsplit_core.demo import DEMO_NOW, METHODS, SINGLE_POOL, SPLIT_POOLS, TYPES, scope_blind
+from poolsplit_core.demo import (
+    DEMO_NOW,
+    METHODS,
+    TYPES,
+    _loaded_from,
+    _q,
+    fresh_entries,
+    prepare,
+    read_shipped_store,
+)
 from poolsplit_core.poolsplit import (
-    Pool,
     PreparedStore,
     Scorer,
     cjk_token_counter,
@@ -49,10 +55,6 @@ __all__ = [
 #: The scorer of each reader the demo compares: the Unicode one, and the default.
 READERS: Mapping[str, Scorer] = {"unicode": make_scorer(words=unicode_words),
                                  "ascii": default_scorer}
-
-
-def _q(message: str, project: Any, *tags: str) -> dict[str, Any]:
-    return {"message": message, "project": project, "tags": list(tags)}
 
 
 #: The demo's queries in Chinese; the first ten are the corrections' situations.
@@ -95,9 +97,7 @@ def load_sample_store_zh() -> list[dict[str, Any]]:
     >>> len(load_sample_store_zh()) >= 500
     True
     """
-    path = resources.files("poolsplit_core") / "data" / "sample_store_zh.jsonl"
-    text = path.read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return read_shipped_store("sample_store_zh.jsonl")
 
 
 def fresh_entries_zh(n: int, now: datetime = DEMO_NOW) -> list[dict[str, Any]]:
@@ -106,29 +106,15 @@ def fresh_entries_zh(n: int, now: datetime = DEMO_NOW) -> list[dict[str, Any]]:
     >>> [(e["id"], e["type"]) for e in fresh_entries_zh(2)]
     [('fresh-001', 'task'), ('fresh-002', 'note')]
     """
-    stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [{
-        "id": f"fresh-{k + 1:03d}",
-        "type": "task" if k % 2 == 0 else "note",
-        "content": f"今天同步会的更新：{query['message']}",
-        "base_priority": 9,
-        "project": query["project"],
-        "tags": list(query["tags"]),
-        "created": stamp,
-    } for k, query in ((k, DEMO_QUERIES_ZH[k % len(DEMO_QUERIES_ZH)]) for k in range(n))]
+    return fresh_entries(n, now, queries=DEMO_QUERIES_ZH, update="今天同步会的更新：")
 
 
 def _prepare(entries: Sequence[Mapping[str, Any]], method: str, reader: str) -> PreparedStore:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    kept = scope_blind(entries) if method == "single" else list(entries)
-    return PreparedStore(kept, scorer=READERS[reader], token_counter=cjk_token_counter)
+    return prepare(entries, method, scorer=READERS[reader], token_counter=cjk_token_counter)
 
 
 def _loaded(store: PreparedStore, query: Mapping[str, Any], method: str) -> list[Mapping[str, Any]]:
-    pools: Sequence[Pool] = [SINGLE_POOL] if method == "single" else SPLIT_POOLS
-    picked = store.retrieve_pools(pools, query, now=DEMO_NOW)
-    return [entry for pool in pools for entry in picked[pool.name]]
+    return _loaded_from(store, query, method, DEMO_NOW)
 
 
 def type_load_counts_zh(entries: Sequence[Mapping[str, Any]], method: str,
