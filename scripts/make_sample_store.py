@@ -23,6 +23,7 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -236,18 +237,21 @@ def render(entries: list[dict[str, object]]) -> str:
     return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, *, build: Callable[[], list[dict[str, object]]] = build,
+         out: Path = OUT, script: str = "scripts/make_sample_store.py",
+         description: str = __doc__.splitlines()[0]) -> int:
+    """Write (or with ``--check``, compare) the store ``build`` makes; the Chinese script too."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 when the shipped file differs")
-    parser.add_argument("--out", type=Path, default=OUT,
+    parser.add_argument("--out", type=Path, default=out,
                         help="where to write (default: %(default)s)")
     args = parser.parse_args(argv)
     text = render(build())
     if args.check:
         current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
         if current != text:
-            print(f"{args.out} is stale: run scripts/make_sample_store.py", file=sys.stderr)
+            print(f"{args.out} is stale: run {script}", file=sys.stderr)
             return 1
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)

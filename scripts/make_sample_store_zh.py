@@ -15,12 +15,12 @@ every run::
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+import make_sample_store  # the sibling script: JSON Lines output and --check
+from make_sample_store import _iso
 
 SEED = 20261102
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -153,10 +153,6 @@ CORRECTIONS = [
 ]
 
 
-def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def build(seed: int = SEED) -> list[dict[str, object]]:
     """Return the store's entries, in file order; a pure function of ``seed``."""
     rng = random.Random(seed)
@@ -202,29 +198,10 @@ def build(seed: int = SEED) -> list[dict[str, object]]:
     return entries
 
 
-def render(entries: list[dict[str, object]]) -> str:
-    """Serialise entries as JSON Lines, one entry per line, stable key order."""
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="do not write; exit 1 when the shipped file differs")
-    parser.add_argument("--out", type=Path, default=OUT,
-                        help="where to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    text = render(build())
-    if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is stale: run scripts/make_sample_store_zh.py", file=sys.stderr)
-            return 1
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {len(text.splitlines())} entries to {args.out}")
-    return 0
+    return make_sample_store.main(argv, build=build, out=OUT,
+                                  script="scripts/make_sample_store_zh.py",
+                                  description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
