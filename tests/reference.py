@@ -157,7 +157,9 @@ def ref_hybrid_scorer(*, relevance="words", similarity_weight=1.5, evergreen=(),
         if entry_type in evergreen:
             recency = 1.0
         else:
-            recency = max(0.3, 1.0 - 0.7 * days / decay_days.get(entry_type, 90))
+            # a type no dict can key (a list) is named by no horizon: it keeps 90 days
+            horizon = next((d for t, d in decay_days.items() if t == entry_type), 90)
+            recency = max(0.3, 1.0 - 0.7 * days / horizon)
         entry_tags = tag_set(entry.get("tags"))
         tag = 1.0
         if entry_tags:

@@ -243,3 +243,38 @@ def test_options_are_data_equal_by_value_and_round_trip():
                             " decay_days={'episode': 7.0})")
     assert make_scorer() == ConfiguredScorer() and make_scorer() != hybrid
     assert hybrid.uses_similarity and not make_scorer(evergreen=["x"]).uses_similarity
+
+
+def _near_tie_options(rng):
+    """Hybrid options over the near-tie stores' types: evergreen types, horizons, similarity."""
+    opts = {}
+    if rng.random() < 0.6:
+        opts["evergreen"] = rng.sample(s.NEAR_TYPES, rng.randint(1, 2))
+    if rng.random() < 0.6:
+        opts["decay_days"] = {t: rng.choice((1, 7, 30.5, 365))
+                              for t in rng.sample(s.NEAR_TYPES, rng.randint(1, 3))}
+    if rng.random() < 0.4:
+        opts["relevance"] = rng.choice(("similarity", "both"))
+        opts["similarity_weight"] = rng.choice((0.5, 1.5, 3))
+    return opts
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_both_paths_equal_the_reference_on_seeded_near_tie_stores(block):
+    """Stores of 40-200 near ties put an evergreen or short-horizon type at every bound."""
+    for seed in range(block * 75, block * 75 + 75):
+        rng = random.Random(seed)
+        store = s.near_tie_store(rng)
+        for entry in rng.sample(store, len(store) // 5):
+            entry["similarity"] = rng.choice((0.0, 0.5, 1.0))
+        opts = _near_tie_options(rng)
+        scorer, pools = make_scorer(**opts), s.near_tie_pools(rng)
+        context, now = s.near_tie_context(rng), s.near_tie_now(rng)
+        want = ref_retrieve_pools(store, pools, context, now=now,
+                                  scorer=ref_hybrid_scorer(**opts))
+        expected = {k: ids(v) for k, v in want.items()}
+        stateless = retrieve_pools(store, pools, context, now=now, scorer=scorer)
+        assert {k: ids(v) for k, v in stateless.items()} == expected, f"seed {seed}, {opts}"
+        prepared = PreparedStore(store, scorer=scorer)
+        got = prepared.retrieve_pools(pools, context, now=now)
+        assert {k: ids(v) for k, v in got.items()} == expected, f"seed {seed}, {opts}"
