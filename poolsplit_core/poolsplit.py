@@ -1244,28 +1244,37 @@ class _Call:
                                  _sort_text(entry, "id"), i))
 
     def partial_score(self, i: int) -> float:
-        """The default score with its message factor at 1 (validated once)."""
+        """The default score with its message factor at 1 (validated once).
+
+        An entry's label is built only to name it in an error: most entries
+        never need one, and building it costs as much as scoring them.
+        """
         if i not in self.partial_scores:
             entry = self.entries[i]
-            label = _label(entry, i)
-            tags = _tag_set(entry.get("tags"), f"{label}: tags")
-            created_us = _time_us(entry.get("created"))
-            options = self.query.options
-            recency = (_recency(created_us, self.now_us) if options is None else
-                       options._recency(entry.get("type", "note"), created_us, self.now_us))
-            value = _score(_base_priority(entry, label), recency,
-                           _tag_factor(tags, self.query),
-                           _project_factor(entry.get("project"), self.query), 1.0)
-            self.partial_scores[i] = _check_score(value, label)
+            try:
+                value = self._partial(entry, "")
+            except (TypeError, ValueError):  # refused: again, this time naming the entry
+                value = self._partial(entry, _label(entry, i))
+            self.partial_scores[i] = _checked(value, entry, i)
         return self.partial_scores[i]
+
+    def _partial(self, entry: Mapping[str, Any], label: str) -> float:
+        tags = _tag_set(entry.get("tags"), f"{label}: tags")
+        created_us = _time_us(entry.get("created"))
+        options = self.query.options
+        recency = (_recency(created_us, self.now_us) if options is None else
+                   options._recency(entry.get("type", "note"), created_us, self.now_us))
+        return _score(_base_priority(entry, label), recency, _tag_factor(tags, self.query),
+                      _project_factor(entry.get("project"), self.query), 1.0)
 
     def score(self, i: int) -> Any:
         if i not in self.scores:
             entry = self.entries[i]
-            label = _label(entry, i)
             if self.options is not None:
-                shared = (_shared_words(_content(entry), self.query, label) if self.query.words
-                          else 0)
+                # (A word reader's output is checked naming the entry: it is user code.)
+                shared = (_shared_words(_content(entry), self.query,
+                                        _label(entry, i) if self.query.reader else "")
+                          if self.query.words else 0)
                 # The message factor comes last: the score is the partial times it, exactly
                 # (then times the similarity factor of a make_scorer option, when used).
                 value: Any = self.partial_score(i) * _message_factor(shared, self.query)
@@ -1275,7 +1284,7 @@ class _Call:
                 value = self.scorer(entry, self.context, now=self.now)
             else:
                 value = self.scorer(entry, self.context)
-            self.scores[i] = _check_score(value, label)
+            self.scores[i] = _checked(value, entry, i)
         return self.scores[i]
 
     def cost(self, i: int) -> int:
@@ -1286,8 +1295,11 @@ class _Call:
     def similarity(self, i: int) -> float:
         """The similarity factor of a make_scorer option (1.0 without one)."""
         entry = self.entries[i]
-        return cast(ConfiguredScorer, self.query.options)._similarity(
-            entry.get("similarity"), _label(entry, i))
+        options = cast(ConfiguredScorer, self.query.options)
+        try:
+            return options._similarity(entry.get("similarity"), "")
+        except ValueError:  # refused: again, this time naming the entry
+            return options._similarity(entry.get("similarity"), _label(entry, i))
 
 
 # --------------------------------------------------------------------------
@@ -2641,6 +2653,13 @@ def _check_score(value: Any, label: str) -> Any:
     if not finite:
         raise ValueError(f"{label}: scorer must return a finite number, got {value!r}")
     return value
+
+
+def _checked(value: Any, entry: Any, index: Optional[int]) -> Any:
+    """:func:`_check_score`, with the entry's label built only when the value is refused."""
+    if type(value) is float and value - value == 0.0:
+        return value
+    return _check_score(value, _label(entry, index))
 
 
 def _check_limit(value: Any) -> Optional[int]:
