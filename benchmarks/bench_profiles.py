@@ -98,10 +98,13 @@ def _adapters(store: list[dict], profile: Profile, n: int,
               messages: list[str], wheres: list[dict | None]) -> dict[str, Any]:
     """Each adapter's retriever on the same store and message-only contexts."""
     out: dict[str, Any] = {}
-    prepared = PreparedStore(store, partition_key="user_id" if profile.name == "tenants" else None)
+    prepared = PreparedStore(store, partition_key="user_id" if profile.name == "tenants" else None,
+                             **profile.hooks)
     # A tenant filter required on every call partitions the adapters' store by it, as
     # the core's store is partitioned here: each tenant walks its own entries.
-    tenancy = {"require_filter_keys": ["user_id"]} if profile.name == "tenants" else {}
+    tenancy: dict[str, Any] = (
+        {"require_filter_keys": ["user_id"]} if profile.name == "tenants" else {})
+    tenancy.update(profile.hooks)
 
     def core(item: tuple[str, dict | None]) -> list[str]:
         message, where = item
@@ -217,15 +220,16 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
 
     # each query's kept entries, filtered outside the timing: both paths get the same list
     kept = [(q, _kept(store, w)) for q, w in items[:max(ref_count, core_count)]]
-    ref_t, ref_a = _time(lambda it: ref_retrieve_pools(it[1], POOLS, it[0], now=NOW),
+    hooks = profile.hooks  # every path scores and counts alike
+    ref_t, ref_a = _time(lambda it: ref_retrieve_pools(it[1], POOLS, it[0], now=NOW, **hooks),
                          kept[:ref_count])
-    core_t, core_a = _time(lambda it: retrieve_pools(it[1], POOLS, it[0], now=NOW),
+    core_t, core_a = _time(lambda it: retrieve_pools(it[1], POOLS, it[0], now=NOW, **hooks),
                            kept[:core_count])
     builds = []
     for _ in range(1 if n >= 100_000 else 3):
         start = time.perf_counter()
         prepared = PreparedStore(
-            store, partition_key="user_id" if profile.name == "tenants" else None)
+            store, partition_key="user_id" if profile.name == "tenants" else None, **hooks)
         builds.append(time.perf_counter() - start)
 
     def prep(it: tuple[dict, dict | None]) -> dict[str, list[dict]]:
@@ -243,7 +247,7 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
     live = prepared.entries
     identical = identical and all(
         same(prepared.retrieve_pools(POOLS, q, now=NOW, where=w),
-             retrieve_pools(_kept(live, w), POOLS, q, now=NOW))
+             retrieve_pools(_kept(live, w), POOLS, q, now=NOW, **hooks))
         for q, w in items[:3])
 
     messages = [q["message"] for q in queries]
@@ -259,7 +263,12 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
     row["x_stateless"] = row["reference"]["median_ms"] / row["stateless"]["median_ms"]
     row["adapters"] = _adapters(store, profile, n, messages, wheres)
     if with_peers:
-        row["peers"] = _peers(_kept(store, None), messages)
+        # The peers split on spaces: a store read by another reader (zh) is given to
+        # them as that reader's words (CJK bigrams), space-separated.
+        reader = getattr(profile.scorer, "words", None)
+        spaced = (lambda text: " ".join(sorted(reader(text)))) if reader else (lambda t: t)
+        row["peers"] = _peers([{**e, "content": spaced(e["content"])} for e in store],
+                              [spaced(m) for m in messages])
     return row
 
 
@@ -346,8 +355,8 @@ def main() -> int:
     # The heavy always tier is over every pool's budget by design: its warning
     # would repeat on every query.
     logging.getLogger("poolsplit").setLevel(logging.ERROR)
-    print(f"poolsplit profiles -- {len(POOLS)} pools, default scorer, Python "
-          f"{platform.python_version()}, {args.queries} queries per prepared run; ms")
+    print(f"poolsplit profiles -- {len(POOLS)} pools, default scorer (zh: Unicode reader),"
+          f" Python {platform.python_version()}, {args.queries} queries per prepared run; ms")
     rows = []
     for n in args.sizes:
         for name in args.profiles:

@@ -12,7 +12,10 @@ tenant). The profiles differ where the prepared store's bounds differ:
   loaded on every query, over an otherwise standard store with few of them;
 - ``tenants``: 100 entries per tenant (1,000 tenants at 100k), a tenant filter
   on every query;
-- ``long``: content of 2,000-8,000 characters.
+- ``long``: content of 2,000-8,000 characters;
+- ``zh``: the standard store's shape with Chinese content of 10-300 characters
+  (no spaces), read and counted the way a Chinese store is:
+  ``make_scorer(words=unicode_words)`` and ``cjk_token_counter`` on every path.
 
 Every profile but ``heavy-always`` holds 0.1% corrections, so that only that
 profile measures a large always tier.
@@ -26,7 +29,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from bench_retrieve import CUM_WEIGHTS, GLUE, NOW, PROJECTS, TAGS, TYPES, WORDS, make_queries
+from bench_retrieve import (
+    CUM_WEIGHTS,
+    GLUE,
+    NOW,
+    PROJECTS,
+    TAGS,
+    TYPES,
+    UNICODE,
+    WORDS,
+    make_cjk_queries,
+    make_cjk_store,
+    make_queries,
+)
+
+from poolsplit_core.poolsplit import cjk_token_counter, default_scorer, default_token_counter
 
 Store = list[dict[str, Any]]
 
@@ -40,6 +57,14 @@ class Profile:
     make: Callable[[int], Store]
     queries: Callable[[int, int], list[dict[str, Any]]]
     where: Callable[[int, int], list[dict[str, Any] | None]]
+    # the scorer and token counter every path uses on this profile (the defaults but for zh)
+    scorer: Callable[..., float] = default_scorer
+    token_counter: Callable[[str], int] = default_token_counter
+
+    @property
+    def hooks(self) -> dict[str, Any]:
+        """``scorer=`` and ``token_counter=`` for the core's functions, stores and adapters."""
+        return {"scorer": self.scorer, "token_counter": self.token_counter}
 
 
 def _text(rng: random.Random, length: int, words: list[str], cum: list[float] | None) -> str:
@@ -142,5 +167,8 @@ PROFILES: dict[str, Profile] = {
                 lambda n: _store(n, seed=25, corrections=0.001, projects=PROJECTS, tags=TAGS,
                                  words=WORDS, cum=CUM_WEIGHTS, length=(2_000, 8_000)),
                 lambda count, seed: make_queries(count, seed), _no_filter),
+        Profile("zh", "Chinese content of 10-300 characters, the Unicode reader and CJK counter",
+                make_cjk_store, lambda count, seed: make_cjk_queries(count, seed), _no_filter,
+                scorer=UNICODE, token_counter=cjk_token_counter),
     )
 }

@@ -28,11 +28,13 @@ def test_every_path_gives_the_reference_answer_on_the_profile(name):
     store = profile.make(600)
     queries = profile.queries(6, 11)
     wheres = profile.where(600, 6)
-    prepared = PreparedStore(store, partition_key="user_id" if name == "tenants" else None)
+    hooks = profile.hooks
+    prepared = PreparedStore(store, partition_key="user_id" if name == "tenants" else None,
+                             **hooks)
     for query, where in zip(queries, wheres):
         kept = [e for e in store if not where or all(e.get(k) == v for k, v in where.items())]
-        want = _ids(ref_retrieve_pools(kept, POOLS, query, now=NOW))
-        assert _ids(retrieve_pools(kept, POOLS, query, now=NOW)) == want
+        want = _ids(ref_retrieve_pools(kept, POOLS, query, now=NOW, **hooks))
+        assert _ids(retrieve_pools(kept, POOLS, query, now=NOW, **hooks)) == want
         assert _ids(prepared.retrieve_pools(POOLS, query, now=NOW, where=where)) == want
         assert any(want.values()), "a profile whose queries load nothing measures nothing"
 
@@ -47,5 +49,9 @@ def test_profiles_differ_where_they_claim_to():
     assert min(len(e["content"]) for e in long) >= 2_000
     tenants = PROFILES["tenants"].make(1_000)
     assert len({e["user_id"] for e in tenants}) == 10
+    zh = PROFILES["zh"].make(200)
+    assert all(len(e["content"]) == len(e["content"].replace(" ", "")) for e in zh)
+    assert sum(any("\u4e00" <= ch <= "\u9fff" for ch in e["content"]) for e in zh) == 200
+    assert PROFILES["zh"].scorer.words is not None  # read with the Unicode reader
     wide = PROFILES["wide"].make(3_000)
     assert len({e["project"] for e in wide}) > 40
