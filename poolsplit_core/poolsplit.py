@@ -2441,6 +2441,14 @@ _ISO = re.compile(
 )
 
 
+# What datetime.isoformat() writes (most stored timestamps), a subset of _ISO
+# that datetime.fromisoformat reads to the same instant on every Python from 3.9.
+_ISO_WRITTEN = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{6})?"
+    r"(?:[+-][0-9]{2}:[0-9]{2})?"
+)
+
+
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:
     if value is None:
         return frozenset()
@@ -2497,7 +2505,16 @@ def _time_us(value: Any) -> Optional[int]:
         return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
     if not isinstance(value, str):
         return None
-    match = _ISO.fullmatch(value.strip())
+    text = value.strip()
+    if _ISO_WRITTEN.fullmatch(text):  # isoformat()'s own shape: datetime reads it in C
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:  # a field out of range: the checks below decide
+            pass
+        else:
+            return _epoch_us(moment if moment.tzinfo is not None else
+                             moment.replace(tzinfo=timezone.utc))
+    match = _ISO.fullmatch(text)
     if match is None:
         return None
     year, month, day, hour, minute, second, frac, _zulu, sign, off_h, off_m = match.groups()
