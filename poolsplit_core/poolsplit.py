@@ -1149,7 +1149,18 @@ class _Call:
         self.partial_scores: Dict[int, float] = {}
         self.costs: Dict[int, int] = {}
         entries_ = self.entries
-        self.contextual = [i for i in self.active if entries_[i].get("scope") != "always"]
+        # The other active entries by type, each list in input order: a pool
+        # reads only the lists of its types (a type no dict can key is kept apart).
+        self.contextual: Dict[Any, List[int]] = {}
+        self.unkeyed: List[int] = []
+        for i in self.active:
+            entry = entries_[i]
+            if entry.get("scope") != "always":
+                entry_type = entry.get("type", "note")
+                if _hashable(entry_type):
+                    self.contextual.setdefault(entry_type, []).append(i)
+                else:
+                    self.unkeyed.append(i)
         self.always = _AlwaysTier(
             [(entries_[i].get("type", "note"), (i,)) for i in self.active
              if entries_[i].get("scope") == "always"],
@@ -1176,9 +1187,11 @@ class _Call:
         lazy = trace is None and self.options is not None and bool(self.query.words)
         message_max = _message_factor(len(self.query.words), self.query)
         contextual: List[Any] = []
-        for i in self.contextual:
-            entry = entries[i]
-            if id(entry) in taken or not pool.accepts(entry.get("type", "note")):
+        members = [i for entry_type, listed in self.contextual.items()
+                   if pool.accepts(entry_type) for i in listed]
+        members += [i for i in self.unkeyed if pool.accepts(entries[i].get("type", "note"))]
+        for i in members:
+            if id(entries[i]) in taken:
                 continue
             if lazy:
                 partial = self.partial_score(i)
