@@ -1650,6 +1650,23 @@ class PreparedStore:
             bisect.insort(self._gaps, slot)
             del self._by_id[entry_id]  # a shared id is refused before this
 
+    def get(self, entry_id: Any, default: Optional[Mapping[str, Any]] = None,
+            ) -> Optional[Mapping[str, Any]]:
+        """The stored entry with this ``id``, or ``default`` when none has it.
+
+        >>> store = PreparedStore([{"id": "a", "content": "old"}])
+        >>> store.get("a")["content"], store.get("b")
+        ('old', None)
+
+        Raises ValueError when several stored entries hold the id (as upsert
+        and delete do), TypeError for an unhashable id.
+        """
+        if entry_id is None:
+            return default
+        with self._lock:
+            slot = self._slot_of(entry_id, "get")
+            return default if slot is None else self._slots[slot]
+
     def retrieve_pools(
         self,
         pools: Sequence[Pool],

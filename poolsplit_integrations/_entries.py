@@ -491,9 +491,13 @@ class LiveStore:
                     self.version += 1
 
     def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
-        """The stored entry with this id (the core keeps the id -> slot map; read it)."""
-        slot = self.store._by_id.get(entry_id) if _hashable(entry_id) else None
-        return None if slot is None else self.store._slots[slot]
+        """The stored entry with this id (None for an id no entry, or several, hold)."""
+        if not _hashable(entry_id):
+            return None
+        try:
+            return self.store.get(entry_id)
+        except ValueError:  # held by several: as unknown, for the callers' messages
+            return None
 
     def _forget(self, entry: Mapping[str, Any]) -> None:
         obj = self._objects.pop(id(entry), None)

@@ -145,9 +145,14 @@ def run_sequence(seed, steps=40):
                 assert {k: [id(e) for e in v] for k, v in got.items()} == {
                     k: [pair[0] for pair in v]
                     for k, v in expected(model, [], pools, context, now, where).items()}
+        held = sorted({e["id"] for e in model if "id" in e})
+        probe = [*rng.sample(held, min(5, len(held))), f"m{next(next_id)}"]
         for store in stores:
             assert [id(e) for e in store.entries] == [id(e) for e in model]
             assert len(store) == len(model)
+            for entry_id in probe:  # get() finds what the model holds, by id
+                want_entry = next((e for e in model if e.get("id") == entry_id), None)
+                assert store.get(entry_id) is want_entry
             if step % 4 == 3:  # a full comparison is a rebuild: not after every write
                 check_index_invariants(store)
 
@@ -362,3 +367,18 @@ def test_a_bad_where_is_refused(where, message):
     store = PreparedStore([{"id": "a"}])
     with pytest.raises(TypeError, match=message):
         store.decide([Pool("all", 5, 5)], where=where)
+
+
+def test_get_finds_an_entry_by_id_and_refuses_an_ambiguous_one():
+    a, b, twin1, twin2 = {"id": "a"}, {"id": "b"}, {"id": "t"}, {"id": "t"}
+    store = PreparedStore([a, {"content": "no id"}, twin1, twin2])
+    assert store.get("a") is a and store.get("zz") is None and store.get("zz", b) is b
+    assert store.get(None) is None  # an entry without an id cannot be asked for
+    with pytest.raises(ValueError, match=r"id='t' is held by 2 stored entries"):
+        store.get("t")
+    with pytest.raises(TypeError, match="hashable"):
+        store.get(["a"])
+    store.upsert({"id": "a", "content": "new"})
+    assert store.get("a")["content"] == "new"
+    store.delete("a")
+    assert store.get("a") is None
