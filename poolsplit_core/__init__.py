@@ -5,7 +5,14 @@ file that can also be copied alone into a project as ``poolsplit.py``; this
 package re-exports exactly its ``__all__``.
 """
 
+from importlib.util import find_spec as _find_spec
+
 from poolsplit_core import poolsplit as _core
 from poolsplit_core.poolsplit import *  # noqa: F403 -- the core's __all__, nothing else
 
 __all__ = list(_core.__all__)
+
+# The numpy engine of PreparedStore registers itself when numpy is installed
+# (pip install 'poolsplit[fast]'); without it every store uses the python engine.
+if _find_spec("numpy") is not None:
+    from poolsplit_core import _vectorized  # noqa: F401

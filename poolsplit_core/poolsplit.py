@@ -64,7 +64,8 @@ from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
+from operator import itemgetter
 from types import MappingProxyType
 from typing import (
     AbstractSet,
@@ -347,6 +348,41 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
     return base * recency * tags * project * message
 
 
+# The arithmetic of each factor is written once, in the functions below whose
+# names start with an underscore and a noun (_age_days, _decay, _tag_share,
+# _overlap, _message_gain): they take plain numbers here and whole columns of
+# numbers in the vectorized engine (poolsplit[fast]), which so computes the
+# same floating-point operations in the same order, bit for bit.
+_RECENCY_FLOOR = 0.3
+_MESSAGE_THRESHOLD = 0.15  # the overlap above which the message factor applies
+_PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER = 1.0, 1.5, 0.5
+
+
+def _age_days(delta_us: float) -> float:
+    """Microseconds of age as fractional days (``delta_us / 1_000_000`` is exact seconds)."""
+    return delta_us / 1_000_000 / _DAY_SECONDS
+
+
+def _decay(days: float, horizon: float) -> float:
+    """The linear part of recency: 1.0 at age 0, 0.3 at ``horizon`` days."""
+    return 1.0 - 0.7 * days / horizon
+
+
+def _tag_share(shared: float, count: int) -> float:
+    """The tag factor of an entry with ``count`` tags, ``shared`` of them the query's."""
+    return 1 + 0.5 * shared / count
+
+
+def _overlap(shared_words: float, message_words: int) -> float:
+    """The share of the message's words an entry holds."""
+    return shared_words / message_words
+
+
+def _message_gain(overlap: float) -> float:
+    """The message factor of an overlap above the threshold."""
+    return 1 + 1.5 * overlap
+
+
 def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> float:
     """Linear decay over 90 days of age (``horizon``) with a floor of 0.3; at most 1.0 (age 0).
 
@@ -354,26 +390,26 @@ def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> flo
     as 0 days. Times are integer microseconds since the epoch:
     ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``.
     """
-    days = 0.0 if created_us is None else max(0.0, (now_us - created_us) / 1_000_000
-                                              / _DAY_SECONDS)
-    return max(0.3, 1.0 - 0.7 * days / horizon)
+    days = 0.0 if created_us is None else max(0.0, _age_days(now_us - created_us))
+    return max(_RECENCY_FLOOR, _decay(days, horizon))
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
     """``1 + 0.5 * shared / len(tags)`` for an entry with tags, else 1.0.
 
-    At most ``_tag_factor(query.tags, query)``: every tag shared.
+    At most ``_tag_factor(query.tags, query)``: every tag shared. (With no
+    query tags the share is 0 and the factor exactly 1.0.)
     """
-    if not tags:
+    if not tags or not query.tags:
         return 1.0
-    return 1 + 0.5 * len(query.tags.intersection(tags)) / len(tags)
+    return _tag_share(len(query.tags.intersection(tags)), len(tags))
 
 
 def _project_factor(project: Any, query: _Query) -> float:
     """1.0 for an entry without a project, 1.5 for the query's project, else 0.5."""
     if project is None:
-        return 1.0
-    return 1.5 if project == query.project else 0.5
+        return _PROJECT_NONE
+    return _PROJECT_MATCH if project == query.project else _PROJECT_OTHER
 
 
 def _message_factor(shared_words: int, query: _Query) -> float:
@@ -383,9 +419,9 @@ def _message_factor(shared_words: int, query: _Query) -> float:
     ``_message_factor(len(query.words), query)``: every message word shared.
     """
     if query.words:
-        overlap = shared_words / len(query.words)
-        if overlap > 0.15:
-            return 1 + 1.5 * overlap
+        overlap = _overlap(shared_words, len(query.words))
+        if overlap > _MESSAGE_THRESHOLD:
+            return _message_gain(overlap)
     return 1.0
 
 
@@ -1061,10 +1097,11 @@ class _AlwaysTier:
 
     def load(self, pool: Pool, usable: Optional[Callable[[int], bool]] = None) -> List[int]:
         """The always-scope entries ``pool`` loads first: every usable one of its types."""
-        tier = sorted(i for entry_type, members in self.by_type if pool.accepts(entry_type)
-                      for i in members)
+        lists = [members for entry_type, members in self.by_type if pool.accepts(entry_type)]
+        # (each list is in input order already: one type's tier needs no sort)
+        tier = list(lists[0]) if len(lists) == 1 else sorted(chain.from_iterable(lists))
         if usable is not None:
-            tier = [i for i in tier if usable(i)]
+            tier = list(filter(usable, tier))
         self.loaded.extend(tier)
         return tier
 
@@ -1521,6 +1558,15 @@ class PreparedStore:
     path, correctly. The store may be
     shared by threads: queries and writes take one lock, so a query never
     sees a write half done.
+
+    ``engine`` chooses how the store is indexed and walked, never what it
+    answers: ``"python"`` is this file's best-first walk (standard library
+    only); ``"numpy"`` scores every candidate of a query at once in columns
+    and sorts only the best of each pool, so its time does not depend on how
+    the store's scores are spread (``pip install 'poolsplit[fast]'``; it
+    ships with the poolsplit package, not with this file alone). ``"auto"``
+    (the default) takes numpy when it is there. Both give the same answers,
+    bit for bit.
     """
 
     def __init__(
@@ -1531,6 +1577,7 @@ class PreparedStore:
         token_counter: TokenCounter = default_token_counter,
         is_active: ActivityTest = default_is_active,
         partition_key: Optional[str] = None,
+        engine: str = "auto",
     ) -> None:
         for name, fn in (("scorer", scorer), ("token_counter", token_counter),
                          ("is_active", is_active)):
@@ -1538,6 +1585,9 @@ class PreparedStore:
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
         if partition_key is not None and not isinstance(partition_key, str):
             raise TypeError(f"partition_key must be a str or None, got {partition_key!r}")
+        #: The engine that indexes and walks the store: "python" or "numpy".
+        self.engine = _engine_name(engine)
+        self._engine = _ENGINES[self.engine]
         self.scorer = scorer
         options = _options_of(scorer)
         self.words: Optional[WordReader] = options.words if options is not None else None
@@ -1574,15 +1624,16 @@ class PreparedStore:
         key = self.partition_key
         parts: Dict[Any, _Part] = {}
         if key is None:
-            part = parts[_WHOLE] = _Part(self.token_counter, self.is_active, None, self.words)
+            part = parts[_WHOLE] = _Part(self._engine, self.token_counter, self.is_active, None,
+                                         self.words)
             part.index.build(list(listed))
         else:
             members: Dict[Any, List[Mapping[str, Any]]] = {}
             for slot, entry in enumerate(listed):
                 value = _partition_of(entry, key, slot)
                 if value not in parts:
-                    parts[value] = _Part(self.token_counter, self.is_active, _positions(),
-                                           self.words)
+                    parts[value] = _Part(self._engine, self.token_counter, self.is_active,
+                                         _positions(), self.words)
                     members[value] = []
                 cast(MutableSequence[int], parts[value].slots).append(slot)
                 members[value].append(entry)
@@ -1688,8 +1739,10 @@ class PreparedStore:
             decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
                                   max_always_tokens=max_always_tokens)
             return {name: [d.entry for d in picked] for name, picked in decided.items()}
-        entries, picks, _ = walked
-        return {name: [entries[p.position] for p in picked] for name, picked in picks.items()}
+        entries, filled, _, _ = walked
+        get = entries.__getitem__
+        return {name: [*map(get, got.always), *map(get, map(_POSITION, got.selected))]
+                for name, got in filled.items()}
 
     def explain_pools(
         self,
@@ -1751,12 +1804,17 @@ class PreparedStore:
             keep = _both(_matcher(where), include)
             return self._stateless(entries, checked, context, scorer, now, keep,
                                    max_always_tokens).loaded()
-        entries, picks, position = walked
-        return {
-            name: [Decision(entries[p.position], position(p.position), p.outcome, name,
-                            score=p.score, cost=p.cost, rank=p.rank) for p in picked]
-            for name, picked in picks.items()
-        }
+        entries, filled, position, cost = walked
+        out: Dict[str, List[Decision]] = {}
+        for name, got in filled.items():
+            decided = [Decision(entries[i], position(i), "always", name, cost=cost(i), rank=rank)
+                       for rank, i in enumerate(got.always)]
+            ranked = len(decided)
+            decided += [Decision(entries[p.position], position(p.position), "selected", name,
+                                 score=p.score, cost=p.cost, rank=ranked + n)
+                        for n, p in enumerate(got.selected)]
+            out[name] = decided
+        return out
 
     def _walk(
         self,
@@ -1768,8 +1826,9 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, List[_Pick]], Callable[[int], int]]]:
-        """The prepared walk: the entries it indexed into, its picks, and each pick's position.
+    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, _Filled], Callable[[int], int],
+                        Callable[[int], int]]]:
+        """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
 
         None when the walk cannot answer: a scorer other than the default
         score with this index's word reader, or a partitioned store queried
@@ -1787,12 +1846,11 @@ class PreparedStore:
             else:
                 value = cast(Mapping[str, Any], where)[key]
                 part = self._parts.get(value) if _hashable(value) else None
-            index = part.index if part is not None else _Index(self.token_counter,
-                                                                self.is_active, self.words)
+            index = part.index if part is not None else self._engine(
+                self.token_counter, self.is_active, self.words)
             entries = index.entries + extra if extra else index.entries
-            query = _PreparedQuery(index, entries, context, now, keep, max_always_tokens,
-                                   options)
-            picks = query.run(pools)
+            query = index.query(entries, context, now, keep, max_always_tokens, options)
+            filled = query.run(pools)
             stored, live = len(index.entries), len(self)
             slots = part.slots if part is not None else None
             gaps = self._gaps
@@ -1803,7 +1861,7 @@ class PreparedStore:
                 slot = n if slots is None else slots[n]
                 return slot - bisect.bisect_left(gaps, slot)
 
-            return entries, picks, position
+            return entries, filled, position, query.cost
 
     def _check_new(self, entry: Any) -> None:
         if not isinstance(entry, Mapping):
@@ -1819,8 +1877,8 @@ class PreparedStore:
         else:
             value = _partition_of(entry, self.partition_key, slot)
             if value not in self._parts:
-                self._parts[value] = _Part(self.token_counter, self.is_active, _positions(),
-                                           self.words)
+                self._parts[value] = _Part(self._engine, self.token_counter, self.is_active,
+                                           _positions(), self.words)
             part = self._parts[value]
         part.index.insert(entry)  # reads (and may refuse) the entry before anything changes
         if part.slots is not None:
@@ -1882,6 +1940,27 @@ class PreparedStore:
         )
 
 
+#: The engines a PreparedStore can index and walk with, by name. "python" is
+#: this file's; the poolsplit package adds "numpy" when numpy is installed
+#: (``pip install 'poolsplit[fast]'``: poolsplit_core/_vectorized.py).
+_ENGINES: Dict[str, Callable[..., _Index]] = {}
+_AUTO: Optional[str] = None  # what "auto" means when set (the test suite runs each engine)
+
+
+def _engine_name(engine: Any) -> str:
+    """The engine ``engine`` names: "auto" is the fastest one installed."""
+    if engine == "auto":
+        if _AUTO is not None:
+            return _AUTO
+        return "numpy" if "numpy" in _ENGINES else "python"
+    if engine in _ENGINES:
+        return cast(str, engine)
+    if engine == "numpy":
+        raise ImportError("engine='numpy' needs numpy and the poolsplit package:"
+                          " pip install 'poolsplit[fast]'")
+    raise ValueError(f"engine must be 'auto', 'python' or 'numpy', got {engine!r}")
+
+
 _UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as newest
 #: What a deleted entry's position holds: no list of an index names it.
 _DELETED: Mapping[str, Any] = MappingProxyType({})
@@ -1900,9 +1979,10 @@ class _Part:
 
     __slots__ = ("index", "slots")
 
-    def __init__(self, token_counter: TokenCounter, is_active: ActivityTest,
-                 slots: Optional[MutableSequence[int]], words: Optional[WordReader]) -> None:
-        self.index = _Index(token_counter, is_active, words)
+    def __init__(self, engine: Callable[..., _Index], token_counter: TokenCounter,
+                 is_active: ActivityTest, slots: Optional[MutableSequence[int]],
+                 words: Optional[WordReader]) -> None:
+        self.index = engine(token_counter, is_active, words)
         self.slots = slots  # ascending; None: the n-th entry is in the n-th slot
 
 
@@ -1994,7 +2074,7 @@ class _Index:
         if reader is None:
             regular = [(f, entry) for f, entry in zip(facts, entries) if f.group is not None]
             for (f, _), words in zip(regular, _word_sets([_content(e) for _, e in regular])):
-                f.words = words
+                f.words = tuple(words)
             return facts
         for i, (f, entry) in enumerate(zip(facts, entries), start):
             if f.group is not None:
@@ -2060,6 +2140,18 @@ class _Index:
 
     def time_key(self, i: int) -> int:
         return self.facts[i].time_key
+
+    def query(
+        self,
+        entries: List[Mapping[str, Any]],
+        context: Optional[Mapping[str, Any]],
+        now: Optional[datetime],
+        include: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
+        options: Optional[ConfiguredScorer],
+    ) -> _PreparedQuery:
+        """One query over this index (and ``entries`` past its own: the query's extras)."""
+        return _PreparedQuery(self, entries, context, now, include, max_always_tokens, options)
 
     def layout_for(self, pool: Pool) -> Tuple[List[Tuple[Any, float, Any]],
                                               List[Tuple[Any, Any]]]:
@@ -2135,20 +2227,24 @@ class _Index:
         """File entry ``i`` into every list it belongs to, each kept in order."""
         facts = self.facts[i]
         self.register(i, facts)
-        if not facts.active or facts.always or facts.group is None:
-            return
+        if facts.active and not facts.always and facts.group is not None:
+            self.place_regular(i, facts)
+
+    def place_regular(self, i: int, facts: _Facts) -> None:
+        """File a regular entry into its group and its kind's word and tag lists, in order."""
         self.file(i, facts)  # appends at the end of each list; put it in its place
+        group = cast(Tuple[Any, float, Any], facts.group)
         key = self.time_key
-        members = self.groups[facts.group]
+        members = self.groups[group]
         members.pop()
         at = _insort(members, i, key)
-        low = self.min_cost.setdefault(facts.group, [])
+        low = self.min_cost.setdefault(group, [])
         low.insert(at, min(facts.cost, low[at]) if at < len(low) else facts.cost)
         j = at - 1
         while j >= 0 and low[j] > facts.cost:
             low[j] = facts.cost
             j -= 1
-        kind = (facts.type, facts.group[2])
+        kind = (facts.type, group[2])
         drop = self.list_low.pop
         for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
                                      (True, self.by_tag[kind], facts.tags)):
@@ -2177,11 +2273,15 @@ class _Index:
         if facts.group is None:
             self.irregular.remove(i)
             return
+        self.unplace_regular(i, facts)
+
+    def unplace_regular(self, i: int, facts: _Facts) -> None:
+        """Take a regular entry out of its group and its kind's word and tag lists."""
         key = self.time_key
-        members = self.groups[facts.group]
+        members = self.groups[cast(Tuple[Any, float, Any], facts.group)]
         at = _locate(members, i, key)
         del members[at]
-        low = self.min_cost[facts.group]
+        low = self.min_cost[cast(Tuple[Any, float, Any], facts.group)]
         del low[at]
         every = self.facts
         for j in range(at - 1, -1, -1):  # the suffix minimums before it may rise
@@ -2190,7 +2290,7 @@ class _Index:
                 every[members[j]].cost)
             if low[j] == was:
                 break
-        kind = (facts.type, facts.group[2])
+        kind = (facts.type, cast(Tuple[Any, float, Any], facts.group)[2])
         drop = self.list_low.pop
         for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
                                      (True, self.by_tag[kind], facts.tags)):
@@ -2198,6 +2298,9 @@ class _Index:
                 postings = lists[item]
                 del postings[_locate(postings, i, key)]
                 drop((is_tag, kind, item), None)
+
+
+_ENGINES["python"] = _Index
 
 
 def _locate(members: Sequence[int], i: int, key: Callable[[int], int]) -> int:
@@ -2228,13 +2331,21 @@ def _insort(members: MutableSequence[int], i: int, key: Callable[[int], int]) ->
 
 
 class _Pick(NamedTuple):
-    """One loaded entry inside a prepared query."""
+    """One contextual entry a prepared query selected."""
 
     position: int  # in the store, then this query's extras
-    outcome: str  # "always" or "selected"
-    score: Optional[float]  # None for always-scope entries
+    score: float
     cost: int
-    rank: int
+
+
+class _Filled(NamedTuple):
+    """One pool's fill in a prepared query: its always tier, then what it selected, in order."""
+
+    always: List[int]  # positions, in store order
+    selected: List[_Pick]
+
+
+_POSITION = itemgetter(0)  # a _Pick's position
 
 
 class _Stream(NamedTuple):
@@ -2308,15 +2419,20 @@ class _PreparedQuery:
         self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
         self.scores: Dict[int, float] = {}
 
-    def run(self, pools: List[Pool]) -> Dict[str, List[_Pick]]:
+    def run(self, pools: List[Pool]) -> Dict[str, _Filled]:
         taken: Set[int] = set()
-        out: Dict[str, List[_Pick]] = {}
+        out: Dict[str, _Filled] = {}
+        get = self.entries.__getitem__
         for pool in pools:
-            picked = self.fill(pool, taken)
-            taken.update(id(self.entries[pick.position]) for pick in picked)
-            out[pool.name] = picked
+            filled = self.fill(pool, taken)
+            taken.update(map(id, map(get, filled.always)))
+            taken.update(map(id, map(get, map(_POSITION, filled.selected))))
+            out[pool.name] = filled
         self.always.check_ceiling()
         return out
+
+    def cost(self, i: int) -> int:
+        return self.facts[i].cost
 
     def usable(self, i: int, pool: Pool, taken: AbstractSet[int]) -> bool:
         facts = self.facts[i]
@@ -2342,20 +2458,29 @@ class _PreparedQuery:
                 self.scores[i] = _check_score(value, label)
         return self.scores[i]
 
-    def fill(self, pool: Pool, taken: AbstractSet[int]) -> List[_Pick]:
-        facts = self.facts
+    def open(self, pool: Pool, taken: AbstractSet[int]) -> Tuple[List[int], List[_Candidate]]:
+        """A pool's start, in every engine: its always tier loaded, its exactly-scored candidates.
+
+        The candidates (irregular entries and this query's extras) are
+        scored now; an empty list when the pool has no room at all.
+        """
         usable = None
         if taken or self.include is not None:
             def usable(i: int) -> bool:
                 return self.usable(i, pool, taken)
         always = self.always.load(pool, usable)
-        picked = [_new(_Pick, (i, "always", None, facts[i].cost, rank))
-                  for rank, i in enumerate(always)]
+        if pool.max_entries == 0 or pool.max_tokens == 0:
+            return always, []
+        return always, [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
 
+    def fill(self, pool: Pool, taken: AbstractSet[int]) -> _Filled:
+        facts = self.facts
+        always, exact = self.open(pool, taken)
+        heap: List[Any] = exact  # candidates, and markers beside them
+        picked: List[_Pick] = []
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         if slots_left == 0 or tokens_left == 0:
-            return picked
-        heap: List[Any] = [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
+            return _Filled(always, picked)
         streams, ceilings = self.streams(pool)
         order = sorted(range(len(streams)), key=ceilings.__getitem__, reverse=True)
         if order:
@@ -2385,10 +2510,10 @@ class _PreparedQuery:
             i = item.position
             cost = facts[i].cost
             if cost <= tokens_left:
-                picked.append(_new(_Pick, (i, "selected", self.scores[i], cost, len(picked))))
+                picked.append(_new(_Pick, (i, self.scores[i], cost)))
                 tokens_left -= cost
                 slots_left -= 1
-        return picked
+        return _Filled(always, picked)
 
     def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
         """The pool's streams, and for each a bound that holds before it is read."""

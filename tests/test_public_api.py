@@ -101,6 +101,7 @@ def test_the_default_counter_and_activity_test_follow_the_readme():
 
 
 def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
+    # (the engine names are in tests/core/test_engines.py)
     build = inspect.signature(core.PreparedStore).parameters
     assert [(n, p.kind, p.default) for n, p in build.items()] == [
         ("entries", inspect.Parameter.POSITIONAL_OR_KEYWORD, ()),
@@ -108,6 +109,7 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
         ("token_counter", inspect.Parameter.KEYWORD_ONLY, core.default_token_counter),
         ("is_active", inspect.Parameter.KEYWORD_ONLY, core.default_is_active),
         ("partition_key", inspect.Parameter.KEYWORD_ONLY, None),
+        ("engine", inspect.Parameter.KEYWORD_ONLY, "auto"),
     ]
     for method, keywords in (
         (core.PreparedStore.retrieve_pools, ["scorer", "now", "where", "max_always_tokens"]),

@@ -26,6 +26,9 @@ from poolsplit_core.poolsplit import (
 from tests.core import strategies as s
 from tests.reference import ref_retrieve_pools
 
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
 POOLS = [Pool("work", max_tokens=10, max_entries=2, types=("task", "correction")),
          Pool("rest", max_tokens=10, max_entries=2)]

@@ -28,6 +28,9 @@ from poolsplit_core.poolsplit import (
 from tests.core import strategies as s
 from tests.reference import ref_hybrid_scorer, ref_retrieve_pools
 
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 similarities = st.one_of(st.none(), st.sampled_from((0.0, 0.25, 0.5, 1.0, 1.7, -0.3, 1)),
                          st.floats(-2, 2))
 entries_with_similarity = st.tuples(s.entries, similarities).map(

@@ -29,6 +29,9 @@ from tests.core import strategies as s
 from tests.core.multilingual_fixtures import FIXTURES
 from tests.reference import ref_default_scorer, ref_retrieve_pools
 
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 UNICODE = make_scorer(words=unicode_words)
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_core.poolsplit import PreparedStore, _word_sets
 from tests.core import strategies as s
 from tests.reference import ref_retrieve_pools, words
+
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
 
 
 def identities(entries):

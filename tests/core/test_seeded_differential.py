@@ -36,6 +36,9 @@ from tests.core import strategies as s
 from tests.core.test_living_store import check_index_invariants, supersede
 from tests.reference import ref_explain_pools
 
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 STORES = int(os.environ.get("POOLSPLIT_SEEDED_STORES", "2000"))
 BLOCKS = 12
 PER_BLOCK = -(-STORES // BLOCKS)

@@ -1,4 +1,4 @@
-"""The walk's skip structures stay exact under writes.
+"""The python engine walk's skip structures stay exact under writes.
 
 Every word and tag list of a prepared index carries, once a query has read it,
 the lowest cost of each of its suffixes: a stream skips its whole tail when
@@ -45,7 +45,8 @@ def test_cached_list_minimums_equal_fresh_ones_after_any_writes(block):
     for seed in range(block * 25, block * 25 + 25):
         rng = random.Random(seed)
         model = [make_entry(rng, f"m{k}") for k in range(rng.randint(20, 60))]
-        stores = [PreparedStore(model), PreparedStore(model, partition_key="user_id")]
+        stores = [PreparedStore(model, engine="python"),
+                  PreparedStore(model, partition_key="user_id", engine="python")]
         next_id = len(model)
         for _ in range(40):
             op = rng.random()
@@ -82,7 +83,7 @@ def test_a_tail_that_cannot_fit_is_skipped_but_one_that_can_is_loaded():
                 "created": (NOW - timedelta(days=k)).isoformat()} for k in range(30)]
     entries.append({"id": "short", "type": "note", "content": "deploy now",
                     "created": (NOW - timedelta(days=80)).isoformat()})
-    store = PreparedStore(entries)
+    store = PreparedStore(entries, engine="python")
     pools = [Pool("notes", max_tokens=20, max_entries=3)]
     got = store.retrieve_pools(pools, {"message": "deploy"}, now=NOW)
     assert [e["id"] for e in got["notes"]] == ["short"]

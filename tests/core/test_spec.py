@@ -26,6 +26,9 @@ from poolsplit_core.poolsplit import (
     retrieve_pools,
 )
 
+# Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_engine")
+
 NOW = datetime(2026, 4, 1, tzinfo=timezone.utc)
 EVERYTHING = Pool("all", max_tokens=10_000, max_entries=100)
 

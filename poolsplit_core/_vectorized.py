@@ -1,0 +1,589 @@
+"""The numpy engine of :class:`~poolsplit_core.poolsplit.PreparedStore` (``poolsplit[fast]``).
+
+The python engine walks an index best-first behind score bounds: fast when the
+bounds are tight, slow when a store's scores are spread so that they are
+loose (entries alike, dates close together). This engine has no bounds to be
+loose: a query scores every candidate at once, column by column, and then
+sorts only the best few of each pool. Its time follows the store's size, not
+its distribution.
+
+It answers exactly as the python engine and the stateless functions do, bit
+for bit: every factor is computed by the core's own arithmetic
+(``_age_days``, ``_decay``, ``_tag_share``, ``_overlap``, ``_message_gain``,
+``_score``), which numpy evaluates on whole columns with the same IEEE
+operations in the same order; ties are broken by the same key
+``(created, id, position)``, kept as a rank per row.
+
+Importing this module registers the engine as ``"numpy"``; the poolsplit
+package imports it when numpy is installed, so ``PreparedStore(engine="auto")``
+uses it. The vendored single file never does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from itertools import count, repeat
+from typing import Any, ClassVar, cast
+
+import numpy as np
+
+from poolsplit_core import poolsplit as core
+
+# The core's factor arithmetic, applied here to whole columns: its functions are
+# typed for floats, and numpy arrays go through the same operators.
+_arithmetic: Any = core
+
+__all__ = ["VectorIndex", "VectorQuery"]
+
+# Rows: every regular entry (active, contextual, a known priority, no
+# similarity: what the python engine puts in its groups) is one row of the
+# columns below. A write never changes a row: an added or replaced entry
+# gets a new row, a replaced or deleted one's row dies, so the word and tag
+# postings of a row never change either. Dead rows are dropped by a
+# compaction once they outnumber the living ones.
+_FIRST_CAPACITY = 64
+_EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 is exact
+_SAMPLE_OVER = 4096  # pools with more candidates estimate their threshold from a sample
+_FIRST_CHUNK, _PER_SLOT = 32, 4  # a pool's first sorted chunk: at least 32 rows, 4 per slot
+
+
+class _Postings:
+    """Word (or tag) -> the rows holding it: a sorted block from a build, plus rows added since.
+
+    Rows are int32. A row holds each of its items once (items are a set),
+    and a row is in the block or among the added rows, never both.
+    """
+
+    __slots__ = ("added", "ids", "offsets", "rows")
+
+    def __init__(self, ids: dict[str, int], offsets: np.ndarray, rows: np.ndarray) -> None:
+        self.ids = ids  # item -> its id
+        self.offsets = offsets  # rows[offsets[k]:offsets[k + 1]] hold item k (built)
+        self.rows = rows
+        self.added: dict[int, array[int]] = {}  # item id -> rows added since the build
+
+    @classmethod
+    def build(cls, sets: Iterable[Iterable[str]], count_rows: int) -> _Postings:
+        """The postings of ``sets`` (the items of row 0, row 1, ...) in one sorted block."""
+        ids: defaultdict[str, int] = defaultdict(count().__next__)
+        item_ids = array("i")
+        sizes = array("i")
+        for items in sets:  # each set is read and dropped: nothing per row is kept
+            before = len(item_ids)
+            item_ids.extend(map(ids.__getitem__, items))
+            sizes.append(len(item_ids) - before)
+        if len(sizes) != count_rows:
+            raise RuntimeError("postings built from another number of rows")  # pragma: no cover
+        keys = np.frombuffer(item_ids, dtype=np.int32).astype(np.int64) << 32
+        keys |= np.repeat(np.arange(count_rows, dtype=np.int64),
+                          np.frombuffer(sizes, dtype=np.int32))
+        keys.sort()  # by item, then row: each item's rows ascending
+        rows = (keys & 0xFFFFFFFF).astype(np.int32)
+        per_item = np.bincount(keys >> 32, minlength=len(ids)) if len(ids) else np.zeros(0, int)
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(per_item, out=offsets[1:])
+        return cls(dict(ids), offsets, rows)
+
+    def add(self, row: int, items: Iterable[str]) -> None:
+        ids, added = self.ids, self.added
+        for item in items:
+            k = ids.get(item)
+            if k is None:
+                k = ids[item] = len(ids)
+            got = added.get(k)
+            if got is None:
+                got = added[k] = array("i")
+            got.append(row)
+
+    def count_into(self, counts: np.ndarray, items: Iterable[str]) -> bool:
+        """Add 1 to ``counts[row]`` for each of ``items`` a row holds; False when none is held."""
+        ids, offsets, built, added = self.ids, self.offsets, len(self.offsets) - 1, self.added
+        found = False
+        for item in items:
+            k = ids.get(item)
+            if k is None:
+                continue
+            if k < built:
+                start, end = offsets[k], offsets[k + 1]
+                if end > start:
+                    counts[self.rows[start:end]] += 1
+                    found = True
+            more = added.get(k)
+            if more:
+                counts[np.frombuffer(more, dtype=np.int32)] += 1
+                found = True
+        return found
+
+    def items_of_rows(self, count_rows: int) -> list[set[str]]:
+        """Each row's items (for tests: the postings read back)."""
+        names = {k: item for item, k in self.ids.items()}
+        out: list[set[str]] = [set() for _ in range(count_rows)]
+        for k in range(len(self.offsets) - 1):
+            for row in self.rows[self.offsets[k]:self.offsets[k + 1]].tolist():
+                out[row].add(names[k])
+        for k, more in self.added.items():
+            for row in more:
+                out[row].add(names[k])
+        return out
+
+
+class _Columns:
+    """Growable numpy columns sharing one length (append one row, or many at a build)."""
+
+    DTYPES: ClassVar[dict[str, Any]] = {
+        "base": np.float64, "created": np.int64, "dated": np.bool_, "type": np.int32,
+        "project": np.int32, "cost": np.int64, "tags": np.int32, "alive": np.bool_,
+        "position": np.int64, "rank": np.int64}
+
+    def __init__(self, columns: Mapping[str, np.ndarray] | None = None) -> None:
+        if columns is None:
+            columns = {name: np.zeros(0, dtype) for name, dtype in self.DTYPES.items()}
+        self.length = len(columns["base"])
+        capacity = max(_FIRST_CAPACITY, self.length)
+        self.data: dict[str, np.ndarray] = {}
+        for name, dtype in self.DTYPES.items():
+            column: np.ndarray = np.zeros(capacity, dtype)
+            column[:self.length] = columns[name]
+            self.data[name] = column
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.data[name][:self.length]
+
+    def append(self, **values: Any) -> int:
+        row = self.length
+        if row == len(self.data["base"]):
+            for name, column in self.data.items():
+                grown = np.zeros(2 * len(column), column.dtype)
+                grown[:row] = column
+                self.data[name] = grown
+        for name, value in values.items():
+            self.data[name][row] = value
+        self.length += 1
+        return row
+
+
+class VectorIndex(core._Index):
+    """A prepared index whose regular entries are rows of numpy columns.
+
+    Always-scope and irregular entries are kept as the python engine keeps
+    them (:meth:`register`); regular ones become rows. The python engine's
+    groups and word lists stay empty.
+
+    # invariants:
+    1) ``row_of[n]`` is the row of the entry at position ``n`` when it is
+       regular, else -1; ``columns["position"][row_of[n]] == n`` and that row
+       is alive. Every other row is dead and never a candidate.
+    2) A row's columns and postings are those of the entry it was made from,
+       and never change (a write makes a new row).
+    3) ``keys`` is sorted and holds ``(created, id, position)`` of every row
+       ever made since the last build; ``columns["rank"]`` is each row's index
+       in it, so ranks order rows as the spec's tie-break does.
+    4) ``candidates[types]`` lists, ascending, every alive row whose type a
+       pool of those types accepts (and maybe dead ones, filtered per query).
+    """
+
+    def __init__(self, token_counter: core.TokenCounter, is_active: core.ActivityTest,
+                 words: core.WordReader | None = None) -> None:
+        super().__init__(token_counter, is_active, words)
+        self._clear_rows()
+
+    def _clear_rows(self) -> None:
+        self.columns = _Columns()
+        self.row_of = array("q")
+        self.type_codes: dict[Any, int] = {}
+        self.types: list[Any] = []
+        self.project_codes: dict[Any, int] = {None: 0}
+        self.projects: list[Any] = [None]
+        self.words_index = _Postings({}, np.zeros(1, np.int64), np.zeros(0, np.int32))
+        self.tags_index = _Postings({}, np.zeros(1, np.int64), np.zeros(0, np.int32))
+        self.keys: list[tuple[str, str, int]] = []
+        self.candidates: dict[Any, np.ndarray] = {}
+        self.dead = 0
+        self.oldest: int | None = None  # the range of the rows' created times (dated ones)
+        self.newest: int | None = None
+
+    @staticmethod
+    def regular(facts: core._Facts) -> bool:
+        return facts.active and not facts.always and facts.group is not None
+
+    # -- building ----------------------------------------------------------
+
+    def build(self, entries: list[Mapping[str, Any]]) -> None:
+        """Index ``entries`` into this empty index: facts, then every row at once."""
+        self.entries = entries
+        self.facts = [core._Facts(entry, i, self.token_counter) if self.is_active(entry)
+                      else core._INACTIVE for i, entry in enumerate(entries)]
+        for i, facts in enumerate(self.facts):
+            self.register(i, facts)  # always-scope and irregular entries, as the python engine
+        self._make_rows()
+
+    def _make_rows(self) -> None:
+        """Every regular entry's row, columns and postings, read from the entries."""
+        self._clear_rows()
+        facts, entries = self.facts, self.entries
+        positions = [i for i, f in enumerate(facts) if self.regular(f)]
+        n = len(positions)
+        self.row_of = array("q", [-1]) * len(entries)
+        for row, i in enumerate(positions):
+            self.row_of[i] = row
+        chosen = [facts[i] for i in positions]
+        created = [f.created_us for f in chosen]
+        dated = [c is not None for c in created]
+        keys = sorted((*f.sort_key, i) for f, i in zip(chosen, positions))
+        rank = np.empty(n, np.int64)
+        rank[[self.row_of[key[2]] for key in keys]] = np.arange(n)
+        type_code, project_code = self.type_codes.setdefault, self.project_codes.setdefault
+        columns = {
+            "base": np.fromiter((f.base for f in chosen), np.float64, n),
+            "created": np.fromiter((0 if c is None else c for c in created), np.int64, n),
+            "dated": np.fromiter(dated, np.bool_, n),
+            "type": np.fromiter((type_code(f.type, len(self.type_codes)) for f in chosen),
+                                np.int32, n),
+            "project": np.fromiter(
+                (project_code(_group(f)[2], len(self.project_codes)) for f in chosen),
+                np.int32, n),
+            "cost": np.fromiter((f.cost for f in chosen), np.int64, n),
+            "tags": np.fromiter((len(f.tags) for f in chosen), np.int32, n),
+            "alive": np.ones(n, np.bool_),
+            "position": np.array(positions, np.int64),
+            "rank": rank,
+        }
+        self.types = list(self.type_codes)
+        self.projects = list(self.project_codes)
+        self.columns = _Columns(columns)
+        self.keys = keys
+        if any(dated):
+            times = columns["created"][columns["dated"]]
+            self.oldest, self.newest = int(times.min()), int(times.max())
+        texts = [core._content(entries[i]) for i in positions]
+        reader = self.words
+        if reader is None:
+            sets: Iterable[Iterable[str]] = core._word_sets(texts)
+        else:
+            sets = (core._read_words(reader, text, core._label(entries[i], i))
+                    for text, i in zip(texts, positions))
+        self.words_index = _Postings.build(sets, n)
+        self.tags_index = _Postings.build((f.tags for f in chosen), n)
+        for f in chosen:
+            f.words = ()  # the postings hold them now
+
+    # -- writes -------------------------------------------------------------
+
+    def place_regular(self, i: int, facts: core._Facts) -> None:
+        """A new row for a regular entry written at position ``i``."""
+        while len(self.row_of) <= i:
+            self.row_of.append(-1)
+        key = (*facts.sort_key, i)
+        at = bisect.bisect_right(self.keys, key)
+        self.keys.insert(at, key)
+        rank = self.columns["rank"]
+        rank[rank >= at] += 1  # invariant 3: the rows after it move down one
+        project = _group(facts)[2]
+        if facts.type not in self.type_codes:
+            self.type_codes[facts.type] = len(self.types)
+            self.types.append(facts.type)
+        if project not in self.project_codes:
+            self.project_codes[project] = len(self.projects)
+            self.projects.append(project)
+        created = facts.created_us
+        if created is not None:
+            self.oldest = created if self.oldest is None else min(self.oldest, created)
+            self.newest = created if self.newest is None else max(self.newest, created)
+        row = self.columns.append(
+            base=facts.base, created=0 if created is None else created,
+            dated=created is not None, type=self.type_codes[facts.type],
+            project=self.project_codes[project], cost=facts.cost, tags=len(facts.tags),
+            alive=True, position=i, rank=at)
+        self.row_of[i] = row
+        self.words_index.add(row, facts.words)
+        self.tags_index.add(row, facts.tags)
+        facts.words = ()
+        for types, rows in self.candidates.items():
+            if types is None or facts.type in types:
+                self.candidates[types] = np.append(rows, row)
+
+    def unplace_regular(self, i: int, facts: core._Facts) -> None:
+        """The row of the entry at position ``i`` dies (invariant 1)."""
+        row = self.row_of[i]
+        self.columns.data["alive"][row] = False
+        self.row_of[i] = -1
+        self.dead += 1
+
+    def insert(self, entry: Mapping[str, Any]) -> None:
+        super().insert(entry)
+        self._compact_if_mostly_dead()
+
+    def replace(self, i: int, entry: Mapping[str, Any]) -> None:
+        super().replace(i, entry)
+        self._compact_if_mostly_dead()
+
+    def remove(self, i: int) -> None:
+        super().remove(i)
+        self._compact_if_mostly_dead()
+
+    def _compact_if_mostly_dead(self) -> None:
+        if self.dead > max(1024, self.columns.length - self.dead):
+            self._make_rows()
+
+    # -- queries ------------------------------------------------------------
+
+    def rows_for(self, types: tuple[str, ...] | None) -> np.ndarray:
+        """The rows a pool of these types draws from (invariant 4; cached)."""
+        rows = self.candidates.get(types)
+        if rows is None:
+            if types is None:
+                rows = np.flatnonzero(self.columns["alive"])
+            else:
+                accepted = np.array([t in types for t in self.types] or [False], np.bool_)
+                rows = np.flatnonzero(self.columns["alive"] & accepted[self.columns["type"]])
+            self.candidates[types] = rows
+        return rows
+
+    def query(
+        self,
+        entries: list[Mapping[str, Any]],
+        context: Mapping[str, Any] | None,
+        now: Any,
+        include: Callable[[Mapping[str, Any]], bool] | None,
+        max_always_tokens: int | None,
+        options: core.ConfiguredScorer | None,
+    ) -> VectorQuery:
+        return VectorQuery(self, entries, context, now, include, max_always_tokens, options)
+
+    def snapshot(self) -> dict[int, tuple[Any, ...]]:
+        """Each regular position's row as plain data (for tests: compare with a fresh build)."""
+        c = self.columns
+        words = self.words_index.items_of_rows(c.length)
+        tags = self.tags_index.items_of_rows(c.length)
+        out = {}
+        for i, row in enumerate(self.row_of):
+            if row >= 0:
+                out[i] = (float(c["base"][row]), int(c["created"][row]), bool(c["dated"][row]),
+                          self.types[c["type"][row]], self.projects[c["project"][row]],
+                          int(c["cost"][row]), int(c["tags"][row]), bool(c["alive"][row]),
+                          int(c["position"][row]), frozenset(words[row]), frozenset(tags[row]),
+                          self.keys[c["rank"][row]])
+        return out
+
+
+def _group(facts: core._Facts) -> tuple[Any, float, Any]:
+    return facts.group  # type: ignore[return-value]  # a regular entry's group is set
+
+
+class VectorQuery(core._PreparedQuery):
+    """One query over a :class:`VectorIndex`: every row scored at once, each pool's best sorted.
+
+    A pool's rows are cut by a score threshold into a best chunk, which is
+    sorted by ``(-score, rank)`` and filled greedily, merged with the
+    exactly-scored candidates (irregular entries, extras) by the spec's key;
+    only when the chunk is used up does the next one get sorted. A row that
+    costs more than the tokens left is dropped before any sort: tokens only
+    decrease.
+    """
+
+    index: VectorIndex
+
+    def __init__(self, index: VectorIndex, *args: Any) -> None:
+        super().__init__(index, *args)
+        self._scores: np.ndarray | None = None
+        self._taken_rows: np.ndarray | None = None
+
+    def run(self, pools: list[core.Pool]) -> dict[str, core._Filled]:
+        if len(pools) > 1:
+            self._taken_rows = np.zeros(self.index.columns.length, np.bool_)
+        return super().run(pools)
+
+    def row_scores(self) -> np.ndarray:
+        """Every row's default score at this query, factor by factor, as the core computes it.
+
+        A tag or message factor is 1.0 for a row sharing nothing with the
+        query, so only the rows that share something are computed; the
+        product is :func:`~poolsplit_core.poolsplit._score` of whole columns.
+        """
+        if self._scores is not None:
+            return self._scores
+        index, query, c = self.index, self.query, self.index.columns
+        rows = c.length
+        recency = self._recency(c)
+        tags: Any = 1.0
+        if query.tags:
+            shared = np.zeros(rows, np.int32)
+            if index.tags_index.count_into(shared, query.tags):
+                hit = np.flatnonzero(shared)
+                tags = np.ones(rows)
+                tags[hit] = _arithmetic._tag_share(shared[hit], c["tags"][hit])
+        project: Any = 1.0
+        if len(index.projects) > 1:
+            project = self._project_table()[c["project"]]
+        message: Any = 1.0
+        if query.words:
+            shared = np.zeros(rows, np.int32)
+            if index.words_index.count_into(shared, query.words):
+                hit = np.flatnonzero(shared)
+                overlap = _arithmetic._overlap(shared[hit], len(query.words))
+                over = overlap > core._MESSAGE_THRESHOLD
+                message = np.ones(rows)
+                message[hit[over]] = _arithmetic._message_gain(overlap[over])
+        # (A regular entry has no similarity: its similarity factor is 1.0.)
+        self._scores = np.asarray(_arithmetic._score(c["base"], recency, tags, project, message),
+                                  np.float64)
+        return self._scores
+
+    def _recency(self, c: _Columns) -> Any:
+        """Each row's recency: ``_recency`` on a column (per type with make_scorer's options)."""
+        index, options, now_us = self.index, self.query.options, self.now_us
+        evergreen = horizons = None
+        if options is not None and (options._frozen or options._horizons):
+            evergreen = np.array([t in options._frozen for t in index.types] or [False])
+            horizons = np.array([options._horizons.get(t, core._DECAY_DAYS)
+                                 for t in index.types] or [core._DECAY_DAYS], np.float64)
+            if evergreen.all():
+                return 1.0
+        dated = c["dated"]
+        days = np.maximum(0.0, _arithmetic._age_days(now_us - c["created"]))
+        if not dated.all():
+            days[~dated] = 0.0  # undated counts as age 0
+        horizon: Any = core._DECAY_DAYS if horizons is None else horizons[c["type"]]
+        recency = np.maximum(core._RECENCY_FLOOR, _arithmetic._decay(days, horizon))
+        if index.oldest is not None and not (now_us - index.oldest < _EXACT_DAYS
+                                             and cast(int, index.newest) - now_us < _EXACT_DAYS):
+            # An age of 2**53 microseconds (285 years) or more is not exact as a
+            # float64: those rows take the scalar function, exactly.
+            far = np.flatnonzero(dated & (np.abs(now_us - c["created"]) >= _EXACT_DAYS))
+            for row in far.tolist():
+                entry_type = index.types[c["type"][row]]
+                recency[row] = (core._recency(int(c["created"][row]), now_us) if options is None
+                                else options._recency(entry_type, int(c["created"][row]),
+                                                      now_us))
+        if evergreen is not None and evergreen.any():
+            recency = np.where(evergreen[c["type"]], 1.0, recency)
+        return recency
+
+    def _project_table(self) -> np.ndarray:
+        """The project factor of each project code at this query."""
+        index, query = self.index, self.query
+        table = np.full(len(index.projects), core._PROJECT_OTHER)
+        table[0] = core._PROJECT_NONE  # code 0 is None
+        if core._hashable(query.project):
+            code = index.project_codes.get(query.project)
+            if code:
+                table[code] = core._project_factor(index.projects[code], query)
+        else:  # a project no dict can key: compare it with every one
+            for code, project in enumerate(index.projects):
+                table[code] = core._project_factor(project, query)
+        return table
+
+    def fill(self, pool: core.Pool, taken: Any) -> core._Filled:
+        always, exact = self.open(pool, taken)
+        picked: list[core._Pick] = []
+        tokens_left, slots_left = pool.max_tokens, pool.max_entries
+        if slots_left == 0 or tokens_left == 0:
+            return core._Filled(always, picked)
+        exact.sort()
+        index, c = self.index, self.index.columns
+        entries, facts, include = self.entries, self.facts, self.include
+        exact_at = 0
+
+        def take_exact_before(score: float, position: int) -> None:
+            """Load the exactly-scored candidates that sort before this row (all: -1)."""
+            nonlocal exact_at, tokens_left, slots_left
+            while (exact_at < len(exact) and slots_left > 0 and tokens_left > 0
+                   and (position < 0 or _before(exact[exact_at], score, facts[position],
+                                                position))):
+                j = exact[exact_at].position
+                exact_at += 1
+                cost = facts[j].cost
+                if cost <= tokens_left:
+                    picked.append(core._new(core._Pick, (j, self.scores[j], cost)))
+                    tokens_left -= cost
+                    slots_left -= 1
+
+        rows = index.rows_for(pool.types)
+        scores = self.row_scores()[rows]
+        # Rows that are dead, taken by an earlier pool or too costly are skipped
+        # in the walk; they are cut from the rest only when a chunk runs out.
+        alive = c["alive"] if index.dead else None
+        taken_rows = self._taken_rows
+        chunk = max(_FIRST_CHUNK, _PER_SLOT * slots_left)
+        while len(rows) and slots_left > 0 and tokens_left > 0:
+            if len(rows) <= chunk:
+                best, best_scores = rows, scores
+                rows = rows[:0]
+            else:
+                cut = scores >= _threshold(scores, chunk)
+                best, best_scores = rows[cut], scores[cut]
+                rest = ~cut
+                rows, scores = rows[rest], scores[rest]
+            order = np.lexsort((c["rank"][best], -best_scores))
+            best = best[order]
+            usable: Iterable[bool] = repeat(True)
+            if alive is not None or taken_rows is not None:
+                ok = np.ones(len(best), np.bool_)
+                if alive is not None:
+                    ok &= alive[best]
+                if taken_rows is not None:
+                    ok &= ~taken_rows[best]
+                usable = ok.tolist()
+            for row, score, cost, i, fits in zip(
+                    best.tolist(), best_scores[order].tolist(), c["cost"][best].tolist(),
+                    c["position"][best].tolist(), usable):
+                if exact_at < len(exact):
+                    take_exact_before(score, i)
+                    if slots_left == 0 or tokens_left == 0:
+                        break
+                if cost > tokens_left or not fits:
+                    continue
+                entry = entries[i]
+                if (taken and id(entry) in taken) or (include is not None
+                                                      and not include(entry)):
+                    continue
+                picked.append(core._new(core._Pick, (i, score, cost)))
+                if taken_rows is not None:
+                    taken_rows[row] = True
+                tokens_left -= cost
+                slots_left -= 1
+                if slots_left == 0 or tokens_left == 0:
+                    break
+            if len(rows):  # the next chunk: only rows that can still load
+                keep = c["cost"][rows] <= tokens_left
+                if alive is not None:
+                    keep &= alive[rows]
+                if taken_rows is not None:
+                    keep &= ~taken_rows[rows]
+                rows, scores = rows[keep], scores[keep]
+            chunk *= 2
+        take_exact_before(0.0, -1)
+        return core._Filled(always, picked)
+
+
+def _before(candidate: core._Candidate, score: float, facts: core._Facts, i: int) -> bool:
+    """True when an exactly-scored candidate sorts before the row at position ``i``."""
+    if candidate.neg_score != -score:
+        return bool(candidate.neg_score < -score)
+    return (candidate.created, candidate.id, candidate.position) < (*facts.sort_key, i)
+
+
+def _threshold(scores: np.ndarray, chunk: int) -> float:
+    """A score that at least ``chunk`` of ``scores`` reach (more than ``chunk`` are given).
+
+    On many candidates it is first guessed from a sample (every few scores),
+    which costs a fraction of a full partition; a guess that too few reach is
+    replaced by the exact ``chunk``-th largest.
+    """
+    n = len(scores)
+    if n > _SAMPLE_OVER:
+        step = max(1, n // (8 * chunk))
+        sample = scores[::step]
+        k = max(2, (2 * chunk) // step)
+        if k < len(sample):
+            guess = float(np.partition(sample, len(sample) - k)[len(sample) - k])
+            if np.count_nonzero(scores >= guess) >= chunk:
+                return guess
+    return float(np.partition(scores, n - chunk)[n - chunk])
+
+
+core._ENGINES["numpy"] = VectorIndex
+

@@ -1,0 +1,31 @@
+"""Every engine of PreparedStore: a module that uses ``each_engine`` runs once per engine.
+
+``PreparedStore(...)`` with the default ``engine="auto"`` then builds the
+engine of the run, so one test body holds every engine to the same answers:
+
+- ``python``: the core file's best-first walk;
+- ``numpy``: the vectorized engine of ``poolsplit[fast]``, as shipped;
+- ``numpy-chunked``: the same engine cutting every pool into chunks of one or
+  two rows and estimating each cut from a sample, so that the paths a big
+  store takes (many chunks, sampled thresholds, exact candidates merged
+  across chunks) run on the small near-tie stores too.
+"""
+
+import pytest
+
+from poolsplit_core import _vectorized
+from poolsplit_core import poolsplit as core
+
+ENGINES = ("python", "numpy", "numpy-chunked")
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def each_engine(request):
+    """Run the module's tests with ``engine="auto"`` meaning this engine."""
+    v = _vectorized
+    saved = core._AUTO, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER
+    core._AUTO = request.param.split("-")[0]
+    if request.param == "numpy-chunked":
+        v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = 1, 0, 4
+    yield request.param
+    core._AUTO, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = saved
