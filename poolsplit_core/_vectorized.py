@@ -98,10 +98,10 @@ class _Postings:
                 got = added[k] = array("i")
             got.append(row)
 
-    def count_into(self, counts: np.ndarray, items: Iterable[str]) -> bool:
-        """Add 1 to ``counts[row]`` for each of ``items`` a row holds; False when none is held."""
+    def count_into(self, counts: np.ndarray, items: Iterable[str]) -> list[np.ndarray]:
+        """Add 1 to ``counts[row]`` for each of ``items`` a row holds; the postings read."""
         ids, offsets, built, added = self.ids, self.offsets, len(self.offsets) - 1, self.added
-        found = False
+        read = []
         for item in items:
             k = ids.get(item)
             if k is None:
@@ -109,13 +109,13 @@ class _Postings:
             if k < built:
                 start, end = offsets[k], offsets[k + 1]
                 if end > start:
-                    counts[self.rows[start:end]] += 1
-                    found = True
+                    read.append(self.rows[start:end])
             more = added.get(k)
             if more:
-                counts[np.frombuffer(more, dtype=np.int32)] += 1
-                found = True
-        return found
+                read.append(np.frombuffer(more, dtype=np.int32))
+        for rows in read:
+            counts[rows] += 1
+        return read
 
     def items_of_rows(self, count_rows: int) -> list[set[str]]:
         """Each row's items (for tests: the postings read back)."""
@@ -417,16 +417,15 @@ class VectorQuery(core._PreparedQuery):
                 tags[hit] = _arithmetic._tag_share(shared[hit], c["tags"][hit])
         project: Any = 1.0
         if len(index.projects) > 1:
-            project = self._project_table()[c["project"]]
+            project = np.take(self._project_table(), c["project"])
         message: Any = 1.0
         if query.words:
             shared = np.zeros(rows, np.int32)
             if index.words_index.count_into(shared, query.words):
-                hit = np.flatnonzero(shared)
-                overlap = _arithmetic._overlap(shared[hit], len(query.words))
-                over = overlap > core._MESSAGE_THRESHOLD
-                message = np.ones(rows)
-                message[hit[over]] = _arithmetic._message_gain(overlap[over])
+                # A row's message factor depends on its shared count alone: the
+                # core's own function, once per count, read by every row.
+                factor = [core._message_factor(k, query) for k in range(len(query.words) + 1)]
+                message = np.take(np.array(factor), shared)
         # (A regular entry has no similarity: its similarity factor is 1.0.)
         self._scores = np.asarray(_arithmetic._score(c["base"], recency, tags, project, message),
                                   np.float64)
@@ -443,7 +442,9 @@ class VectorQuery(core._PreparedQuery):
             if evergreen.all():
                 return 1.0
         dated = c["dated"]
-        days = np.maximum(0.0, _arithmetic._age_days(now_us - c["created"]))
+        days = _arithmetic._age_days(now_us - c["created"])
+        if index.newest is not None and index.newest > now_us:  # a future time counts as age 0
+            days = np.maximum(0.0, days)
         if not dated.all():
             days[~dated] = 0.0  # undated counts as age 0
         horizon: Any = core._DECAY_DAYS if horizons is None else horizons[c["type"]]
@@ -509,14 +510,13 @@ class VectorQuery(core._PreparedQuery):
         taken_rows = self._taken_rows
         chunk = max(_FIRST_CHUNK, _PER_SLOT * slots_left)
         while len(rows) and slots_left > 0 and tokens_left > 0:
+            rest = None  # the rows below this chunk, cut out only if the walk gets there
             if len(rows) <= chunk:
                 best, best_scores = rows, scores
-                rows = rows[:0]
             else:
-                cut = scores >= _threshold(scores, chunk)
+                rest = scores < _threshold(scores, chunk)
+                cut = ~rest
                 best, best_scores = rows[cut], scores[cut]
-                rest = ~cut
-                rows, scores = rows[rest], scores[rest]
             order = np.lexsort((c["rank"][best], -best_scores))
             best = best[order]
             usable: Iterable[bool] = repeat(True)
@@ -547,6 +547,9 @@ class VectorQuery(core._PreparedQuery):
                 slots_left -= 1
                 if slots_left == 0 or tokens_left == 0:
                     break
+            if rest is None or slots_left == 0 or tokens_left == 0:
+                break
+            rows, scores = rows[rest], scores[rest]
             if len(rows):  # the next chunk: only rows that can still load
                 keep = c["cost"][rows] <= tokens_left
                 if alive is not None:

@@ -1079,9 +1079,14 @@ class _AlwaysTier:
     content can crowd a behavioural correction out. That is the reason this
     library exists. The only limit is the call's ``max_always_tokens``, which
     raises (never drops) when the tier costs more.
+
+    Each entry lands in at most one pool, so a type's always-scope entries
+    load in the first pool of the call that accepts the type; a later pool
+    that accepts it too finds them taken. (An entry object is of one type and
+    one scope, so no other pool's pick can be one of them.)
     """
 
-    __slots__ = ("by_type", "cost", "entries", "limit", "loaded")
+    __slots__ = ("by_type", "cost", "entries", "limit", "loaded", "pools")
 
     def __init__(
         self,
@@ -1094,10 +1099,18 @@ class _AlwaysTier:
         self.entries, self.cost = entries, cost
         self.limit = _check_limit(limit)
         self.loaded: List[int] = []
+        self.pools: List[Pool] = []  # the pools loaded so far, in call order
 
     def load(self, pool: Pool, usable: Optional[Callable[[int], bool]] = None) -> List[int]:
-        """The always-scope entries ``pool`` loads first: every usable one of its types."""
-        lists = [members for entry_type, members in self.by_type if pool.accepts(entry_type)]
+        """The always-scope entries ``pool`` loads first: every usable one of its types.
+
+        ``usable`` is the call's filter (a tenant's, ``include=``); the types an
+        earlier pool accepted are that pool's.
+        """
+        earlier = self.pools
+        lists = [members for entry_type, members in self.by_type if pool.accepts(entry_type)
+                 and not any(done.accepts(entry_type) for done in earlier)]
+        earlier.append(pool)
         # (each list is in input order already: one type's tier needs no sort)
         tier = list(lists[0]) if len(lists) == 1 else sorted(chain.from_iterable(lists))
         if usable is not None:
@@ -1186,22 +1199,27 @@ class _Call:
         self.partial_scores: Dict[int, float] = {}
         self.costs: Dict[int, int] = {}
         entries_ = self.entries
-        # The other active entries by type, each list in input order: a pool
+        # The active entries by scope and type, each list in input order: a pool
         # reads only the lists of its types (a type no dict can key is kept apart).
         self.contextual: Dict[Any, List[int]] = {}
         self.unkeyed: List[int] = []
+        always: Dict[Any, List[int]] = {}
+        always_unkeyed: List[Tuple[Any, Sequence[int]]] = []
         for i in self.active:
             entry = entries_[i]
+            entry_type = entry.get("type", "note")
+            keyed = _hashable(entry_type)
             if entry.get("scope") != "always":
-                entry_type = entry.get("type", "note")
-                if _hashable(entry_type):
+                if keyed:
                     self.contextual.setdefault(entry_type, []).append(i)
                 else:
                     self.unkeyed.append(i)
-        self.always = _AlwaysTier(
-            [(entries_[i].get("type", "note"), (i,)) for i in self.active
-             if entries_[i].get("scope") == "always"],
-            entries_, self.cost, max_always_tokens)
+            elif keyed:
+                always.setdefault(entry_type, []).append(i)
+            else:
+                always_unkeyed.append((entry_type, (i,)))
+        self.always = _AlwaysTier([*always.items(), *always_unkeyed], entries_, self.cost,
+                                  max_always_tokens)
 
     def fill(
         self,
@@ -1218,7 +1236,7 @@ class _Call:
         and is scored exactly when popped.
         """
         entries = self.entries
-        always = self.always.load(pool, (lambda i: id(entries[i]) not in taken) if taken else None)
+        always = self.always.load(pool)
         picked: List[Any] = [entries[i] for i in always]
 
         lazy = trace is None and self.options is not None and bool(self.query.words)
@@ -2424,8 +2442,7 @@ class _PreparedQuery:
         out: Dict[str, _Filled] = {}
         get = self.entries.__getitem__
         for pool in pools:
-            filled = self.fill(pool, taken)
-            taken.update(map(id, map(get, filled.always)))
+            filled = self.fill(pool, taken)  # (its always tier is no later pool's: _AlwaysTier)
             taken.update(map(id, map(get, map(_POSITION, filled.selected))))
             out[pool.name] = filled
         self.always.check_ceiling()
@@ -2464,11 +2481,9 @@ class _PreparedQuery:
         The candidates (irregular entries and this query's extras) are
         scored now; an empty list when the pool has no room at all.
         """
-        usable = None
-        if taken or self.include is not None:
-            def usable(i: int) -> bool:
-                return self.usable(i, pool, taken)
-        always = self.always.load(pool, usable)
+        include = self.include
+        always = self.always.load(pool, None if include is None else (
+            lambda i: bool(include(self.entries[i]))))
         if pool.max_entries == 0 or pool.max_tokens == 0:
             return always, []
         return always, [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
