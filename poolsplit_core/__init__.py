@@ -5,8 +5,6 @@ file that can also be copied alone into a project as ``poolsplit.py``; this
 package re-exports exactly its ``__all__``.
 """
 
-from importlib.util import find_spec as _find_spec
-
 from poolsplit_core import poolsplit as _core
 from poolsplit_core.poolsplit import *  # noqa: F403 -- the core's __all__, nothing else
 
@@ -14,5 +12,11 @@ __all__ = list(_core.__all__)
 
 # The numpy engine of PreparedStore registers itself when numpy is installed
 # (pip install 'poolsplit[fast]'); without it every store uses the python engine.
-if _find_spec("numpy") is not None:
+# Asking importlib whether numpy is there is not enough: an import hook may
+# hide an installed numpy, so the import itself decides.
+try:
+    import numpy as _numpy  # noqa: F401
+except ImportError:
+    pass
+else:
     from poolsplit_core import _vectorized  # noqa: F401
