@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build mutate clean
+.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build bench-compare mutate clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,11 +47,17 @@ bench: $(VENV)/.dev  ## speed: every path, the adapters per turn, LangGraph on P
 	$(BIN)/python benchmarks/bench_langgraph.py
 	$(BIN)/python benchmarks/bench_profiles.py
 
-bench-profiles: $(VENV)/.dev  ## speed on six store profiles: every path and adapter, p95, BM25 peers, plot
+bench-profiles: $(VENV)/.dev  ## speed on seven store profiles, each prepared engine: every path and adapter, p95, BM25 peers, plot
 	$(BIN)/python benchmarks/bench_profiles.py
 
 bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next to PreparedStore's build
 	$(BIN)/python benchmarks/build_floor.py
+
+# The core file against an earlier revision's, timed side by side in one process.
+BASE ?= c88fe01
+bench-compare: $(VENV)/.dev  ## the core against revision BASE's, new/old per path (BASE=c88fe01)
+	git show $(BASE):poolsplit_core/poolsplit.py > $(VENV)/base_poolsplit.py
+	$(BIN)/python benchmarks/compare_cores.py $(VENV)/base_poolsplit.py
 
 # Mutants to run: every one of the core by default, or globs of mutant names,
 # e.g. make mutate MUTANTS='poolsplit_core.poolsplit.x__recency*'. Each runs the

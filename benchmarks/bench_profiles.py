@@ -7,7 +7,9 @@ Run with ``make bench-profiles`` (or ``python benchmarks/bench_profiles.py
 - the literal reference (``tests/reference.py``) over the entries the query's
   filter keeps (a few queries: it is slow);
 - the stateless core (``retrieve_pools``) over the same entries;
-- the prepared store (``PreparedStore.retrieve_pools`` with ``where=``);
+- the prepared store (``PreparedStore.retrieve_pools`` with ``where=``) on each
+  engine: the stdlib one (``engine="python"``, the vendored file's) and, with
+  ``poolsplit[fast]``, numpy's, which the package and the adapters use;
 - the prepared store through each adapter (LangChain and LlamaIndex
   retrievers), next to the core on the same message-only contexts, since an
   adapter's context is its message plus its defaults;
@@ -42,10 +44,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_retrieve import NOW, POOLS, same, summary, time_writes  # noqa: E402
 from profiles import PROFILES, Profile  # noqa: E402
 
+from poolsplit_core import poolsplit as core  # noqa: E402
 from poolsplit_core.poolsplit import PreparedStore, retrieve_pools  # noqa: E402
 from tests.reference import ref_retrieve_pools  # noqa: E402
 
 PathTimes = dict[str, Any]
+# The prepared store's engines, the stdlib one first: numpy's too with poolsplit[fast].
+ENGINES = ("python", *sorted(e for e in core._ENGINES if e != "python"))
 
 
 def _kept(store: list[dict], where: dict | None) -> list[dict]:
@@ -225,20 +230,25 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
                          kept[:ref_count])
     core_t, core_a = _time(lambda it: retrieve_pools(it[1], POOLS, it[0], now=NOW, **hooks),
                            kept[:core_count])
-    builds = []
-    for _ in range(1 if n >= 100_000 else 3):
-        start = time.perf_counter()
-        prepared = PreparedStore(
-            store, partition_key="user_id" if profile.name == "tenants" else None, **hooks)
-        builds.append(time.perf_counter() - start)
+    identical = all(same(a, b) for a, b in zip(ref_a, core_a))
+    engines: dict[str, Any] = {}
+    for engine in ENGINES:  # each engine installed: the stdlib one, then numpy's
+        builds = []
+        for _ in range(1 if n >= 100_000 else 3):
+            start = time.perf_counter()
+            prepared = PreparedStore(
+                store, partition_key="user_id" if profile.name == "tenants" else None,
+                engine=engine, **hooks)
+            builds.append(time.perf_counter() - start)
 
-    def prep(it: tuple[dict, dict | None]) -> dict[str, list[dict]]:
-        return prepared.retrieve_pools(POOLS, it[0], now=NOW, where=it[1])
+        def prep(it: tuple[dict, dict | None], store: PreparedStore = prepared
+                 ) -> dict[str, list[dict]]:
+            return store.retrieve_pools(POOLS, it[0], now=NOW, where=it[1])
 
-    _time(prep, items)  # steady state: one untimed pass
-    prep_t, prep_a = _time(prep, items)
-    identical = (all(same(a, b) for a, b in zip(ref_a, core_a))
-                 and all(same(a, b) for a, b in zip(core_a, prep_a)))
+        _time(prep, items)  # steady state: one untimed pass
+        prep_t, prep_a = _time(prep, items)
+        identical = identical and all(same(a, b) for a, b in zip(core_a, prep_a))
+        engines[engine] = {"query": _stats(prep_t), "build_s": statistics.median(builds)}
 
     rng = random.Random(5)
     targets = rng.sample(range(n), min(100, n))
@@ -253,8 +263,10 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
     messages = [q["message"] for q in queries]
     row: dict[str, Any] = {
         "profile": profile.name, "n": n,
-        "reference": _stats(ref_t), "stateless": _stats(core_t), "prepared": _stats(prep_t),
-        "build_s": statistics.median(builds), "upsert": _stats(upsert_t),
+        "reference": _stats(ref_t), "stateless": _stats(core_t),
+        # "prepared" is what the package uses: numpy's engine when numpy is installed
+        "prepared": engines[ENGINES[-1]]["query"], "build_s": engines[ENGINES[-1]]["build_s"],
+        "engines": engines, "upsert": _stats(upsert_t),
         "delete": _stats(delete_t), "identical": identical,
         "always_loaded": statistics.mean(
             sum(1 for pool in a.values() for e in pool if e.get("scope") == "always")
@@ -280,9 +292,10 @@ def _fmt(s: dict[str, float] | None) -> str:
 
 def _print(rows: list[dict[str, Any]]) -> None:
     head = (f"{'profile':<12} {'N':>7} | {'reference':>9} | {'stateless med/p95/max':>26} | "
-            f"{'prepared med/p95/max':>26} | {'LangChain med/p95/max':>26} | "
+            f"{'stdlib prep med/p95/max':>26} | {'prepared med/p95/max':>26} | "
+            f"{'LangChain med/p95/max':>26} | "
             f"{'LlamaIndex med/p95/max':>26} | {'LC/c+d':>6} | {'LI/c+d':>6} | {'us/doc':>9} | "
-            f"{'x core':>6} | {'build s':>7} | "
+            f"{'x core':>6} | {'build s py/np':>13} | "
             f"{'upsert':>6} | {'delete':>6} | {'bm25s':>6} | {'rank_bm25':>9} | same")
     print(head)
     print("-" * len(head))
@@ -296,10 +309,12 @@ def _print(rows: list[dict[str, Any]]) -> None:
         per_doc = (f"{a.get('langchain_us_per_result', nan):4.1f}/"
                    f"{a.get('llamaindex_us_per_result', nan):4.1f}")
         print(f"{r['profile']:<12} {r['n']:>7} | {r['reference']['median_ms']:9.1f} |"
-              f" {_fmt(r['stateless'])} | {_fmt(r['prepared'])} |"
+              f" {_fmt(r['stateless'])} | {_fmt(r['engines']['python']['query'])} |"
+              f" {_fmt(r['prepared'])} |"
               f" {_fmt(a.get('langchain'))} | {_fmt(a.get('llamaindex'))} |"
               f" {lc:5.2f}x | {li:5.2f}x | {per_doc:>9} |"
-              f" {r['x_stateless']:5.1f}x | {r['build_s']:7.2f} |"
+              f" {r['x_stateless']:5.1f}x |"
+              f" {r['engines']['python']['build_s']:6.2f}/{r['build_s']:6.2f} |"
               f" {r['upsert']['median_ms']:6.3f} | {r['delete']['median_ms']:6.3f} |"
               f" {p.get('bm25s', {}).get('median_ms', float('nan')):6.2f} |"
               f" {p.get('rank_bm25', {}).get('median_ms', float('nan')):9.1f} |"
@@ -315,16 +330,22 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
     except ImportError:  # pragma: no cover
         return
     names = sorted({r["profile"] for r in rows}, key=list(PROFILES).index)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True,
+    columns = min(4, len(names))
+    grid = (len(names) + columns - 1) // columns
+    fig, axes = plt.subplots(grid, columns, figsize=(3.6 * columns, 3.2 * grid), sharey=True,
                              squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names):
         mine = sorted((r for r in rows if r["profile"] == name), key=lambda r: r["n"])
         sizes = [r["n"] for r in mine]
         for label, get in (
             ("reference", lambda r: r["reference"]["median_ms"]),
             ("stateless", lambda r: r["stateless"]["median_ms"]),
-            ("prepared", lambda r: r["prepared"]["median_ms"]),
-            ("prepared p95", lambda r: r["prepared"]["p95_ms"]),
+            ("prepared (numpy)", lambda r: r["prepared"]["median_ms"]),
+            ("prepared (numpy) p95", lambda r: r["prepared"]["p95_ms"]),
+            ("stdlib prepared", lambda r: r["engines"]["python"]["query"]["median_ms"]),
+            ("stdlib prepared p95", lambda r: r["engines"]["python"]["query"]["p95_ms"]),
             ("LangChain", lambda r: r["adapters"].get("langchain", {}).get("median_ms")),
             ("LlamaIndex", lambda r: r["adapters"].get("llamaindex", {}).get("median_ms")),
             ("bm25s", lambda r: r.get("peers", {}).get("bm25s", {}).get("median_ms")),
@@ -338,8 +359,16 @@ def _plot(rows: list[dict[str, Any]], out: Path) -> None:
         ax.set_title(name)
         ax.set_xlabel("entries")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("ms per query (median)")
-    axes[0][-1].legend(fontsize=7)
+    for row in axes:
+        row[0].set_ylabel("ms per query")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if len(names) < axes.size:  # the legend in the first empty cell
+        spare = axes.flat[len(names)]
+        spare.set_visible(True)
+        spare.axis("off")
+        spare.legend(handles, labels, loc="center")
+    else:
+        axes.flat[len(names) - 1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

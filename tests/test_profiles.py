@@ -1,7 +1,8 @@
 """Every benchmark profile: the prepared store and the stateless core give the reference answer.
 
 The benchmark times these paths on these profiles; this holds them to the
-literal reference on small stores of every profile, each query with its filter.
+literal reference on small stores of every profile, each query with its filter,
+the prepared store on each of its engines.
 """
 
 import sys
@@ -22,15 +23,17 @@ def _ids(loaded):
     return {name: [e["id"] for e in entries] for name, entries in loaded.items()}
 
 
+@pytest.mark.parametrize("engine", ["python", "numpy"])
 @pytest.mark.parametrize("name", list(PROFILES))
-def test_every_path_gives_the_reference_answer_on_the_profile(name):
+def test_every_path_gives_the_reference_answer_on_the_profile(name, engine):
     profile = PROFILES[name]
     store = profile.make(600)
     queries = profile.queries(6, 11)
     wheres = profile.where(600, 6)
     hooks = profile.hooks
     prepared = PreparedStore(store, partition_key="user_id" if name == "tenants" else None,
-                             **hooks)
+                             engine=engine, **hooks)
+    assert prepared.engine == engine
     for query, where in zip(queries, wheres):
         kept = [e for e in store if not where or all(e.get(k) == v for k, v in where.items())]
         want = _ids(ref_retrieve_pools(kept, POOLS, query, now=NOW, **hooks))
