@@ -530,11 +530,15 @@ class VectorQuery(core._PreparedQuery):
             for row, score, cost, i, fits in zip(
                     best.tolist(), best_scores[order].tolist(), c["cost"][best].tolist(),
                     c["position"][best].tolist(), usable):
+                if not fits:
+                    # Dead or taken: its position may hold another entry now (an upsert
+                    # keeps the position), so its key is not this row's to compare.
+                    continue
                 if exact_at < len(exact):
                     take_exact_before(score, i)
                     if slots_left == 0 or tokens_left == 0:
                         break
-                if cost > tokens_left or not fits:
+                if cost > tokens_left:
                     continue
                 entry = entries[i]
                 if (taken and id(entry) in taken) or (include is not None

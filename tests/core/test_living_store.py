@@ -257,6 +257,34 @@ def test_upsert_keeps_the_entry_in_its_place_so_ties_break_as_before():
     assert [e["id"] for e in store.entries] == ["1", 1]
 
 
+@pytest.mark.parametrize("exact_by", ["similarity", "extra"])
+def test_an_upserted_entry_s_old_place_never_orders_a_tie_after_a_query(exact_by):
+    # x, a and b all score 5 x 0.3 = 1.5; a is scored exactly (it carries a
+    # similarity, or comes as an extra). Upserting x after a query keeps x's
+    # position for the new x: whatever the engine kept of the old one must not
+    # order a against b by the new x's key. The key (created, id) puts b
+    # (February) before a (March).
+    pools = [Pool("all", max_tokens=100, max_entries=10)]
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    a = {"id": "a", "created": "2025-03-01"}
+    stored = [{"id": "x", "created": "2025-01-01"}, {"id": "b", "created": "2025-02-01"}]
+    extra = []
+    if exact_by == "similarity":
+        stored.insert(1, {**a, "similarity": 0.5})
+    else:
+        extra = [a]
+    store = PreparedStore(stored)
+
+    def loaded():
+        return [d.entry["id"] for d in store.decide(pools, now=now, extra=extra)["all"]]
+
+    assert loaded() == ["x", "b", "a"]
+    store.upsert({"id": "x", "created": "2026-06-30"})
+    assert loaded() == ["x", "b", "a"]
+    want = ref_retrieve_pools(store.entries + extra, pools, now=now)
+    assert loaded() == [e["id"] for e in want["all"]]
+
+
 def test_delete_removes_the_entry_from_the_next_query():
     fix = {"id": "fix", "scope": "always", "content": "never force-push"}
     store = PreparedStore([fix, {"id": "n", "content": "note"}])
