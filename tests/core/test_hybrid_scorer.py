@@ -281,3 +281,23 @@ def test_both_paths_equal_the_reference_on_seeded_near_tie_stores(block):
         prepared = PreparedStore(store, scorer=scorer)
         got = prepared.retrieve_pools(pools, context, now=now)
         assert {k: ids(v) for k, v in got.items()} == expected, f"seed {seed}, {opts}"
+
+
+def test_an_age_past_2_to_the_53_microseconds_scores_exactly_as_the_reference():
+    # 1700-01-01T00:00:00.000001 is 10,303,199,999,999,999 us before `now`: past
+    # 2**53, where an int64 -> float64 conversion rounds. Its age in days must
+    # be the exact quotient (119249.99999999997), as the reference reads it, not
+    # the rounded one (119250.0); a horizon of 200,000 days makes the
+    # difference reach the score.
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    far = {"id": "far", "type": "note", "created": "1700-01-01T00:00:00.000001+00:00",
+           "content": "x"}
+    near = {"id": "near", "type": "note", "created": "2026-06-01", "content": "x"}
+    scorer = make_scorer(decay_days={"note": 200_000})
+    pools = [Pool("all", max_tokens=100, max_entries=5)]
+    store = PreparedStore([far, near], scorer=scorer)
+    got = {d.entry["id"]: d.score for d in store.decide(pools, now=now)["all"]}
+    reference = ref_hybrid_scorer(decay_days={"note": 200_000})(far, {}, now=now)
+    assert got["far"] == reference
+    rounded = 5 * (1.0 - 0.7 * 119250.0 / 200_000)
+    assert reference != rounded  # the test can tell the two readings apart
