@@ -61,11 +61,11 @@ import re
 import threading
 import unicodedata
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from itertools import accumulate, chain, repeat
-from operator import itemgetter
+from itertools import accumulate, chain, filterfalse, repeat
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import (
     AbstractSet,
@@ -1958,6 +1958,8 @@ class PreparedStore:
         )
 
 
+_SPLIT_RATIO = 2  # a kind's lists are split unless they hold over this many times its entries
+
 #: The engines a PreparedStore can index and walk with, by name. "python" is
 #: this file's; the poolsplit package adds "numpy" when numpy is installed
 #: (``pip install 'poolsplit[fast]'``: poolsplit_core/_vectorized.py).
@@ -2075,6 +2077,7 @@ class _Index:
         self.by_word: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
         self.by_tag: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
+        self.kind_size: Dict[Tuple[Any, Any], int] = defaultdict(int)  # regular entries
         # (is a tag, kind, word or tag) -> suffix-minimum cost of that list, made when a
         # query first reads the list and dropped when the list changes.
         self.list_low: Dict[Tuple[bool, Tuple[Any, Any], str], List[int]] = {}
@@ -2144,6 +2147,7 @@ class _Index:
             self.streams_cache.clear()
         self.groups[group].append(i)
         kind = (facts.type, group[2])
+        self.kind_size[kind] += 1
         if facts.base > self.max_base.get(kind, 0.0):
             if kind not in self.max_base:
                 self.layout.clear()
@@ -2207,8 +2211,7 @@ class _Index:
 
     def suffix_min(self, members: Sequence[int]) -> List[int]:
         """The lowest cost of ``members[j:]`` for each ``j``."""
-        facts = self.facts
-        out = list(accumulate([facts[i].cost for i in reversed(members)], min))
+        out = list(accumulate(map(_COST, map(self.facts.__getitem__, reversed(members))), min))
         out.reverse()
         return out
 
@@ -2297,6 +2300,7 @@ class _Index:
         """Take a regular entry out of its group and its kind's word and tag lists."""
         key = self.time_key
         members = self.groups[cast(Tuple[Any, float, Any], facts.group)]
+        self.kind_size[(facts.type, cast(Tuple[Any, float, Any], facts.group)[2])] -= 1
         at = _locate(members, i, key)
         del members[at]
         low = self.min_cost[cast(Tuple[Any, float, Any], facts.group)]
@@ -2364,6 +2368,7 @@ class _Filled(NamedTuple):
 
 
 _POSITION = itemgetter(0)  # a _Pick's position
+_COST = attrgetter("cost")  # a _Facts' cost
 
 
 class _Stream(NamedTuple):
@@ -2436,6 +2441,16 @@ class _PreparedQuery:
             by_type = [*by_type, *index.always_unhashable, *extra_always]
         self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
         self.scores: Dict[int, float] = {}
+        # Each regular entry's recency at this query, read by its stream's bound and
+        # by its score; and the message factor of each count of shared words.
+        self.recencies: Dict[int, float] = {}
+        query = self.query
+        self.message_factors = [_message_factor(k, query) for k in range(len(query.words) + 1)]
+        # Per (type, project) kind, each entry's count of shared message words
+        # (made when the kind is first read), and the fill's whole lists.
+        self.shared: Dict[Tuple[Any, Any], Tuple[Optional[Mapping[int, int]],
+                                                 AbstractSet[int]]] = {}
+        self.unsplit: Dict[int, Tuple[bool, Tuple[Any, Any], str]] = {}
 
     def run(self, pools: List[Pool]) -> Dict[str, _Filled]:
         taken: Set[int] = set()
@@ -2463,17 +2478,29 @@ class _PreparedQuery:
             group = facts.group
             if group is not None:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
+                # _entry_score's product, its factors read from this query's tables.
+                # (A regular entry has no similarity: its similarity factor is 1.0.)
                 query = self.query
                 shared = len(query.words.intersection(facts.words)) if query.words else 0
-                # (A regular entry has no similarity: its similarity factor is 1.0.)
-                self.scores[i] = _entry_score(facts.base, facts.created_us, facts.tags, group[2],
-                                              shared, query, self.now_us, facts.type)
+                self.scores[i] = _score(facts.base, self.recency(i), _tag_factor(facts.tags, query),
+                                        _project_factor(group[2], query),
+                                        self.message_factors[shared])
             else:
                 entry = self.entries[i]
                 label = _label(entry, i)
                 value = _default_score(entry, self.query, self.now, label)
                 self.scores[i] = _check_score(value, label)
         return self.scores[i]
+
+    def recency(self, i: int) -> float:
+        """The recency of regular entry ``i`` at this query (computed once)."""
+        got = self.recencies.get(i)
+        if got is None:
+            facts, options = self.facts[i], self.query.options
+            got = self.recencies[i] = (
+                _recency(facts.created_us, self.now_us) if options is None
+                else options._recency(facts.type, facts.created_us, self.now_us))
+        return got
 
     def open(self, pool: Pool, taken: AbstractSet[int]) -> Tuple[List[int], List[_Candidate]]:
         """A pool's start, in every engine: its always tier loaded, its exactly-scored candidates.
@@ -2508,8 +2535,9 @@ class _PreparedQuery:
             if type(item) is _Marker:
                 if item.kind == _START:  # start the next stream, and stand for the rest
                     at = item.ref
-                    self.push_marker(heap, streams, cursor, order[at], pool, taken,
-                                     tokens_left, seen)
+                    for s in self.start(streams, order[at], cursor, tokens_left):
+                        self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left,
+                                         seen)
                     if at + 1 < len(order):
                         heapq.heappush(heap, _new(_Marker, (-ceilings[order[at + 1]], "", "",
                                                             _START, at + 1)))
@@ -2531,7 +2559,13 @@ class _PreparedQuery:
         return _Filled(always, picked)
 
     def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
-        """The pool's streams, and for each a bound that holds before it is read."""
+        """The pool's streams, and for each a bound that holds before it is read.
+
+        A word or tag list of a (type, project) kind enters whole, bounded as
+        if its entries shared every message word the kind holds; read past
+        its first few entries, it is split by the entries' real message
+        factors (:meth:`split`), each part bounded by its own.
+        """
         index, query = self.index, self.query
         _, kinds = index.layout_for(pool)
         group_streams, group_ceilings = index.group_streams(pool, query)
@@ -2539,6 +2573,7 @@ class _PreparedQuery:
         no_tag = _tag_factor((), query)  # 1.0
         top_recency = _recency(None, 0)  # recency is at most this (age 0)
         all_tags = _tag_factor(query.tags, query)  # every tag of the query shared
+        self.unsplit = {}
         for kind in kinds:
             top = index.max_base[kind]
             words = index.by_word.get(kind) or {}
@@ -2554,11 +2589,99 @@ class _PreparedQuery:
                 ceiling = _score(top, top_recency, tag_factor, project, message)
                 for item in items:
                     if item in lists:
+                        self.unsplit[len(streams)] = (is_tag, kind, item)
                         streams.append(_new(_Stream, (lists[item], (kind[0], top, kind[1]),
                                                       index.list_min(is_tag, kind, item),
                                                       tag_factor, project, message)))
                         ceilings.append(ceiling)
         return streams, ceilings
+
+    def start(self, streams: List[_Stream], s: int, cursor: List[int], tokens_left: int
+              ) -> Sequence[int]:
+        """The streams that starting stream ``s`` starts: itself, or the parts it splits into.
+
+        A whole word or tag list is split by message factor (:meth:`levels`),
+        each part bounded by its own factor: the word lists owe the entries
+        whose message factor is above 1 and that share no tag, the tag lists
+        every entry that shares a tag; the group streams owe the rest. Its
+        kind's shared-word counts cost one pass over the kind's lists of the
+        message's words, so a kind whose lists hold many times its entries
+        (long texts, which share many words) keeps its lists whole.
+        """
+        split = self.unsplit.pop(s, None)
+        if split is None:
+            return (s,)
+        is_tag, kind, _ = split
+        whole = streams[s]
+        index = self.index
+        if not whole.members or whole.low[0] > tokens_left:
+            return ()  # nothing in it can fit
+        shared, hot = self.shared_words(kind, index.by_word.get(kind) or {})
+        if shared is None:
+            return (s,)
+        started = []
+        for message, part, low in self.levels(is_tag, whole.members, whole.low, shared, hot):
+            started.append(len(streams))
+            streams.append(whole._replace(members=part, low=low, message=message))
+            cursor.append(0)
+        return started
+
+    def shared_words(self, kind: Tuple[Any, Any], words: Mapping[str, Sequence[int]]
+                     ) -> Tuple[Optional[Mapping[int, int]], AbstractSet[int]]:
+        """Each entry of a kind with its count of shared message words, and those above 1.
+
+        The second is the set of entries whose message factor is above 1.
+        Counted once per query and kind (C-level counts over the word lists);
+        ``(None, ...)`` when those lists hold more than a few times the kind's
+        entries: counting would cost more than the loose bounds it tightens.
+        """
+        got = self.shared.get(kind)
+        if got is not None:
+            return got
+        lists = [words[word] for word in self.query.words if word in words]
+        if sum(map(len, lists)) > _SPLIT_RATIO * self.index.kind_size.get(kind, 0):
+            got = (None, frozenset())
+        else:
+            counts: Counter[int] = Counter()
+            for members in lists:
+                counts.update(members)
+            factors = self.message_factors
+            least = next((k for k, factor in enumerate(factors) if factor > 1.0), len(factors))
+            got = (counts, {i for i, k in counts.items() if k >= least} if counts else set())
+        self.shared[kind] = got
+        return got
+
+    def levels(self, is_tag: bool, members: Sequence[int], whole_low: Sequence[int],
+               shared: Mapping[int, int], hot: AbstractSet[int]
+               ) -> Iterator[Tuple[float, Sequence[int], Sequence[int]]]:
+        """A word or tag list split by message factor: (factor, entries newest first, low).
+
+        A word list keeps only its entries above factor 1 (the rest are the
+        group streams'). A tag list keeps every entry: those sharing no word
+        in one part, the others by their count. (Filters in C keep the large
+        parts cheap; only entries that share words are read one by one.)
+        """
+        index = self.index
+        if is_tag:
+            wordy = list(filter(shared.__contains__, members)) if shared else []
+            if not wordy:  # one part: the whole list, its low the list's own
+                yield self.message_factors[0], members, whole_low
+                return
+            plain = list(filterfalse(shared.__contains__, members))
+            if plain:
+                yield self.message_factors[0], plain, index.suffix_min(plain)
+        else:
+            wordy = list(filter(hot.__contains__, members)) if hot else []
+        factors, counts = self.message_factors, shared.__getitem__
+        parts: Dict[float, List[int]] = {}
+        for i in wordy:
+            factor = factors[counts(i)]
+            part = parts.get(factor)
+            if part is None:
+                part = parts[factor] = []
+            part.append(i)
+        for factor, part in parts.items():
+            yield factor, part, index.suffix_min(part)
 
     def key(self, i: int) -> _Candidate:
         sort_key = self.facts[i].sort_key
@@ -2591,11 +2714,10 @@ class _PreparedQuery:
         cursor[s] = at
         if at == len(members):
             return
-        # Invariant 1: the scorer's factors, each at its largest for what is left.
-        options = self.query.options  # per-type recency: one stream holds one type
-        recency = (_recency(facts[members[at]].created_us, self.now_us) if options is None else
-                   options._recency(group[0], facts[members[at]].created_us, self.now_us))
-        bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
+        # Invariant 1: the scorer's factors, each at its largest for what is left
+        # (recency at its next entry's: one stream holds one type, newest first).
+        bound = _score(group[1], self.recency(members[at]), stream.tags, stream.project,
+                       stream.message)
         heapq.heappush(heap, _new(_Marker, (-bound, "", "", _STREAM, s)))
 
 
