@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -900,3 +901,21 @@ def test_a_stream_not_yet_started_sorts_before_an_exact_score_it_ties():
     extra = [{"id": "1", "base_priority": 5, "content": "x"}]
     got = store.decide([Pool("p", 10, 1)], extra=extra)
     assert [d.entry["id"] for d in got["p"]] == ["0"]
+
+
+@pytest.mark.parametrize("entry_id", [None, "huge"])
+def test_a_score_that_overflows_is_refused_naming_the_entry_on_every_path(entry_id):
+    # A priority of 1e308 is past the prepared index's groups, so every path
+    # scores the entry exactly: x 1.5 (tag) x 1.5 (project) overflows to inf.
+    huge = {"content": "deploy now", "base_priority": 1e308, "tags": ["a"], "project": "p"}
+    if entry_id is not None:
+        huge["id"] = entry_id
+    entries = [{"id": "ok", "content": "deploy"}, huge]
+    context = {"message": "deploy", "tags": ["a"], "project": "p"}
+    pools = [Pool("all", max_tokens=100, max_entries=5)]
+    name = "entry at index 1" if entry_id is None else "entry id='huge'"
+    expected = f"{name}: scorer must return a finite number, got inf"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        retrieve_pools(entries, pools, context, now=NOW)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        PreparedStore(entries).retrieve_pools(pools, context, now=NOW)
