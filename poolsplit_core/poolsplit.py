@@ -1959,6 +1959,7 @@ class PreparedStore:
 
 
 _SPLIT_RATIO = 2  # a kind's lists are split unless they hold over this many times its entries
+_SPLIT_AFTER = 2  # a word or tag list read this deep is split by message factor
 
 #: The engines a PreparedStore can index and walk with, by name. "python" is
 #: this file's; the poolsplit package adds "numpy" when numpy is installed
@@ -2441,9 +2442,7 @@ class _PreparedQuery:
             by_type = [*by_type, *index.always_unhashable, *extra_always]
         self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
         self.scores: Dict[int, float] = {}
-        # Each regular entry's recency at this query, read by its stream's bound and
-        # by its score; and the message factor of each count of shared words.
-        self.recencies: Dict[int, float] = {}
+        # The message factor of each count of shared words (for the split lists).
         query = self.query
         self.message_factors = [_message_factor(k, query) for k in range(len(query.words) + 1)]
         # Per (type, project) kind, each entry's count of shared message words
@@ -2478,29 +2477,17 @@ class _PreparedQuery:
             group = facts.group
             if group is not None:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
-                # _entry_score's product, its factors read from this query's tables.
-                # (A regular entry has no similarity: its similarity factor is 1.0.)
                 query = self.query
                 shared = len(query.words.intersection(facts.words)) if query.words else 0
-                self.scores[i] = _score(facts.base, self.recency(i), _tag_factor(facts.tags, query),
-                                        _project_factor(group[2], query),
-                                        self.message_factors[shared])
+                # (A regular entry has no similarity: its similarity factor is 1.0.)
+                self.scores[i] = _entry_score(facts.base, facts.created_us, facts.tags, group[2],
+                                              shared, query, self.now_us, facts.type)
             else:
                 entry = self.entries[i]
                 label = _label(entry, i)
                 value = _default_score(entry, self.query, self.now, label)
                 self.scores[i] = _check_score(value, label)
         return self.scores[i]
-
-    def recency(self, i: int) -> float:
-        """The recency of regular entry ``i`` at this query (computed once)."""
-        got = self.recencies.get(i)
-        if got is None:
-            facts, options = self.facts[i], self.query.options
-            got = self.recencies[i] = (
-                _recency(facts.created_us, self.now_us) if options is None
-                else options._recency(facts.type, facts.created_us, self.now_us))
-        return got
 
     def open(self, pool: Pool, taken: AbstractSet[int]) -> Tuple[List[int], List[_Candidate]]:
         """A pool's start, in every engine: its always tier loaded, its exactly-scored candidates.
@@ -2535,14 +2522,20 @@ class _PreparedQuery:
             if type(item) is _Marker:
                 if item.kind == _START:  # start the next stream, and stand for the rest
                     at = item.ref
-                    for s in self.start(streams, order[at], cursor, tokens_left):
-                        self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left,
-                                         seen)
+                    self.push_marker(heap, streams, cursor, order[at], pool, taken,
+                                     tokens_left, seen)
                     if at + 1 < len(order):
                         heapq.heappush(heap, _new(_Marker, (-ceilings[order[at + 1]], "", "",
                                                             _START, at + 1)))
                     continue
                 s = item.ref  # a started stream: visit its next entry
+                if cursor[s] >= _SPLIT_AFTER and s in self.unsplit:
+                    parts = self.split(streams, s, cursor)
+                    if parts is not None:  # the parts owe the rest of it
+                        for part in parts:
+                            self.push_marker(heap, streams, cursor, part, pool, taken,
+                                             tokens_left, seen)
+                        continue
                 i = streams[s].members[cursor[s]]
                 cursor[s] += 1
                 if i not in seen and self.visitable(i, pool, taken, tokens_left):
@@ -2563,8 +2556,9 @@ class _PreparedQuery:
 
         A word or tag list of a (type, project) kind enters whole, bounded as
         if its entries shared every message word the kind holds; read past
-        its first few entries, it is split by the entries' real message
-        factors (:meth:`split`), each part bounded by its own.
+        its first ``_SPLIT_AFTER`` entries, the rest of it is split by the
+        entries' real message factors (:meth:`split`), each part bounded by
+        its own.
         """
         index, query = self.index, self.query
         _, kinds = index.layout_for(pool)
@@ -2596,31 +2590,26 @@ class _PreparedQuery:
                         ceilings.append(ceiling)
         return streams, ceilings
 
-    def start(self, streams: List[_Stream], s: int, cursor: List[int], tokens_left: int
-              ) -> Sequence[int]:
-        """The streams that starting stream ``s`` starts: itself, or the parts it splits into.
+    def split(self, streams: List[_Stream], s: int, cursor: List[int]
+              ) -> Optional[Sequence[int]]:
+        """Split the unread rest of word or tag list ``s`` by message factor: the new streams.
 
-        A whole word or tag list is split by message factor (:meth:`levels`),
-        each part bounded by its own factor: the word lists owe the entries
-        whose message factor is above 1 and that share no tag, the tag lists
-        every entry that shares a tag; the group streams owe the rest. Its
-        kind's shared-word counts cost one pass over the kind's lists of the
-        message's words, so a kind whose lists hold many times its entries
-        (long texts, which share many words) keeps its lists whole.
+        Each part (:meth:`levels`) is bounded by its own factor: the word
+        lists owe the entries whose message factor is above 1 and that share
+        no tag, the tag lists every entry that shares a tag; the group
+        streams owe the rest. None, and ``s`` read on whole, when counting
+        its kind's shared words would cost more than it saves: one pass over
+        the kind's lists of the message's words, more than twice its entries
+        for long texts, which share many words.
         """
-        split = self.unsplit.pop(s, None)
-        if split is None:
-            return (s,)
-        is_tag, kind, _ = split
-        whole = streams[s]
-        index = self.index
-        if not whole.members or whole.low[0] > tokens_left:
-            return ()  # nothing in it can fit
-        shared, hot = self.shared_words(kind, index.by_word.get(kind) or {})
+        is_tag, kind, _ = self.unsplit.pop(s)
+        whole, at = streams[s], cursor[s]
+        shared, hot = self.shared_words(kind, self.index.by_word.get(kind) or {})
         if shared is None:
-            return (s,)
+            return None
         started = []
-        for message, part, low in self.levels(is_tag, whole.members, whole.low, shared, hot):
+        for message, part, low in self.levels(is_tag, whole.members[at:], whole.low[at:],
+                                              shared, hot):
             started.append(len(streams))
             streams.append(whole._replace(members=part, low=low, message=message))
             cursor.append(0)
@@ -2714,10 +2703,11 @@ class _PreparedQuery:
         cursor[s] = at
         if at == len(members):
             return
-        # Invariant 1: the scorer's factors, each at its largest for what is left
-        # (recency at its next entry's: one stream holds one type, newest first).
-        bound = _score(group[1], self.recency(members[at]), stream.tags, stream.project,
-                       stream.message)
+        # Invariant 1: the scorer's factors, each at its largest for what is left.
+        options = self.query.options  # per-type recency: one stream holds one type
+        recency = (_recency(facts[members[at]].created_us, self.now_us) if options is None else
+                   options._recency(group[0], facts[members[at]].created_us, self.now_us))
+        bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
         heapq.heappush(heap, _new(_Marker, (-bound, "", "", _STREAM, s)))
 
 

@@ -4,10 +4,11 @@
 engine of the run, so one test body holds every engine to the same answers:
 
 - ``python``: the core file's best-first walk;
-- ``python-split``: the same walk splitting every word and tag list it
-  starts by message factor, however long the kind's lists (a store splits
-  only the kinds where counting shared words costs less than it saves), so
-  the split lists run on the small near-tie stores too;
+- ``python-split``: the same walk splitting the rest of every word and tag
+  list by message factor once it has read one entry of it, however long the
+  kind's lists (a store splits only lists read deep, of kinds where counting
+  shared words costs less than it saves), so the split lists run on the
+  small near-tie stores too;
 - ``numpy``: the vectorized engine of ``poolsplit[fast]``, as shipped;
 - ``numpy-chunked``: the same engine cutting every pool into chunks of one or
   two rows and estimating each cut from a sample, so that the paths a big
@@ -29,11 +30,13 @@ ENGINES = ("python", "python-split", "numpy", "numpy-chunked")
 def each_engine(request):
     """Run the module's tests with ``engine="auto"`` meaning this engine."""
     v = _vectorized
-    saved = core._AUTO, core._SPLIT_RATIO, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER
+    saved = (core._AUTO, core._SPLIT_RATIO, core._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT,
+             v._SAMPLE_OVER)
     core._AUTO = request.param.split("-")[0]
     if request.param == "python-split":
-        core._SPLIT_RATIO = math.inf
+        core._SPLIT_RATIO, core._SPLIT_AFTER = math.inf, 1
     if request.param == "numpy-chunked":
         v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = 1, 0, 4
     yield request.param
-    core._AUTO, core._SPLIT_RATIO, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = saved
+    (core._AUTO, core._SPLIT_RATIO, core._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT,
+     v._SAMPLE_OVER) = saved
