@@ -1958,8 +1958,12 @@ class PreparedStore:
         )
 
 
-_SPLIT_RATIO = 2  # a kind's lists are split unless they hold over this many times its entries
-_SPLIT_AFTER = 2  # a word or tag list read this deep is split by message factor
+# A word or tag list read _SPLIT_AFTER entries deep is split by message factor, when
+# its kind's lists of the message's words hold at most _SPLIT_RATIO of its entries:
+# counting them costs little then, and a Python pass over many sharing entries
+# would cost more than the loose bound it tightens (long texts share many words).
+_SPLIT_RATIO = 0.25
+_SPLIT_AFTER = 2
 
 #: The engines a PreparedStore can index and walk with, by name. "python" is
 #: this file's; the poolsplit package adds "numpy" when numpy is installed
@@ -2597,10 +2601,9 @@ class _PreparedQuery:
         Each part (:meth:`levels`) is bounded by its own factor: the word
         lists owe the entries whose message factor is above 1 and that share
         no tag, the tag lists every entry that shares a tag; the group
-        streams owe the rest. None, and ``s`` read on whole, when counting
-        its kind's shared words would cost more than it saves: one pass over
-        the kind's lists of the message's words, more than twice its entries
-        for long texts, which share many words.
+        streams owe the rest. None, and ``s`` read on whole, when its kind's
+        lists of the message's words hold more than ``_SPLIT_RATIO`` of its
+        entries (see there).
         """
         is_tag, kind, _ = self.unsplit.pop(s)
         whole, at = streams[s], cursor[s]
@@ -2621,8 +2624,9 @@ class _PreparedQuery:
 
         The second is the set of entries whose message factor is above 1.
         Counted once per query and kind (C-level counts over the word lists);
-        ``(None, ...)`` when those lists hold more than a few times the kind's
-        entries: counting would cost more than the loose bounds it tightens.
+        ``(None, ...)`` when those lists hold more than ``_SPLIT_RATIO`` of the
+        kind's entries: reading the counts would cost more than the loose bounds
+        it tightens.
         """
         got = self.shared.get(kind)
         if got is not None:
