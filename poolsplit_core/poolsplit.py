@@ -2416,6 +2416,9 @@ class _PreparedQuery:
        suffix-minimum cost skips its whole tail at once.
     5) Always-scope entries are never in a stream: :class:`_AlwaysTier` loads
        them first, outside the budget.
+    6) A word or tag list that is split stops; its parts, which hold every
+       unread entry it owed, newest first, take its place under their own
+       (lower or equal) bounds, so 1) and 2) hold on.
     """
 
     def __init__(
@@ -2453,7 +2456,7 @@ class _PreparedQuery:
         # (made when the kind is first read), and the fill's whole lists.
         self.shared: Dict[Tuple[Any, Any], Tuple[Optional[Mapping[int, int]],
                                                  AbstractSet[int]]] = {}
-        self.unsplit: Dict[int, Tuple[bool, Tuple[Any, Any], str]] = {}
+        self.unsplit: Dict[int, Tuple[bool, Tuple[Any, Any]]] = {}  # (is a tag, kind)
 
     def run(self, pools: List[Pool]) -> Dict[str, _Filled]:
         taken: Set[int] = set()
@@ -2587,7 +2590,7 @@ class _PreparedQuery:
                 ceiling = _score(top, top_recency, tag_factor, project, message)
                 for item in items:
                     if item in lists:
-                        self.unsplit[len(streams)] = (is_tag, kind, item)
+                        self.unsplit[len(streams)] = (is_tag, kind)
                         streams.append(_new(_Stream, (lists[item], (kind[0], top, kind[1]),
                                                       index.list_min(is_tag, kind, item),
                                                       tag_factor, project, message)))
@@ -2605,7 +2608,7 @@ class _PreparedQuery:
         lists of the message's words hold more than ``_SPLIT_RATIO`` of its
         entries (see there).
         """
-        is_tag, kind, _ = self.unsplit.pop(s)
+        is_tag, kind = self.unsplit.pop(s)
         whole, at = streams[s], cursor[s]
         shared, hot = self.shared_words(kind, self.index.by_word.get(kind) or {})
         if shared is None:
