@@ -41,16 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_retrieve import NOW, POOLS, same, summary, time_writes  # noqa: E402
+from bench_retrieve import ENGINES, NOW, POOLS, same, summary, time_writes  # noqa: E402
 from profiles import PROFILES, Profile  # noqa: E402
 
-from poolsplit_core import poolsplit as core  # noqa: E402
 from poolsplit_core.poolsplit import PreparedStore, retrieve_pools  # noqa: E402
 from tests.reference import ref_retrieve_pools  # noqa: E402
 
 PathTimes = dict[str, Any]
-# The prepared store's engines, the stdlib one first: numpy's too with poolsplit[fast].
-ENGINES = ("python", *sorted(e for e in core._ENGINES if e != "python"))
 
 
 def _kept(store: list[dict], where: dict | None) -> list[dict]:

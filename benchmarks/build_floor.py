@@ -26,13 +26,12 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from importlib.util import find_spec
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_retrieve import make_store  # noqa: E402
+from benchmarks.bench_retrieve import ENGINES, make_store  # noqa: E402
 from poolsplit_core.poolsplit import PreparedStore, _content, _word_sets  # noqa: E402
 
 
@@ -67,9 +66,8 @@ def main() -> int:
                 index[word].append(i)
 
     fill_s = seconds(fill)
-    engines = ("python", "numpy") if find_spec("numpy") else ("python",)
     builds = {engine: [seconds(lambda engine=engine: PreparedStore(store, engine=engine))
-                       for _ in range(3)] for engine in engines}
+                       for _ in range(3)] for engine in ENGINES}
 
     per_entry = 1e6 / args.size
     print(f"{args.size} entries, {chars:.0f} characters and {pairs / args.size:.1f} distinct"
