@@ -9,7 +9,7 @@ its distribution.
 
 It answers exactly as the python engine and the stateless functions do, bit
 for bit: every factor is computed by the core's own arithmetic
-(``_age_days``, ``_decay``, ``_tag_share``, ``_overlap``, ``_message_gain``,
+(``_decay``, ``_tag_share``, ``_overlap``, ``_message_gain``,
 ``_score``), which numpy evaluates on whole columns with the same IEEE
 operations in the same order; ties are broken by the same key
 ``(created, id, position)``, kept as a rank per row.
@@ -442,13 +442,13 @@ class VectorQuery(core._PreparedQuery):
             if evergreen.all():
                 return 1.0
         dated = c["dated"]
-        days = _arithmetic._age_days(now_us - c["created"])
+        age_us = now_us - c["created"]
         if index.newest is not None and index.newest > now_us:  # a future time counts as age 0
-            days = np.maximum(0.0, days)
+            age_us = np.maximum(0, age_us)
         if not dated.all():
-            days[~dated] = 0.0  # undated counts as age 0
+            age_us[~dated] = 0  # undated counts as age 0
         horizon: Any = core._DECAY_DAYS if horizons is None else horizons[c["type"]]
-        recency = np.maximum(core._RECENCY_FLOOR, _arithmetic._decay(days, horizon))
+        recency = np.maximum(core._RECENCY_FLOOR, _arithmetic._decay(age_us, horizon))
         if index.oldest is not None and not (now_us - index.oldest < _EXACT_DAYS
                                              and cast(int, index.newest) - now_us < _EXACT_DAYS):
             # An age of 2**53 microseconds (285 years) or more is not exact as a

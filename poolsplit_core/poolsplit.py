@@ -58,13 +58,14 @@ import inspect
 import math
 import numbers
 import re
+import sys
 import threading
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from itertools import accumulate, chain, filterfalse, repeat
+from itertools import accumulate, chain, filterfalse, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import (
@@ -72,6 +73,7 @@ from typing import (
     Any,
     Callable,
     Collection,
+    DefaultDict,
     Dict,
     FrozenSet,
     Iterable,
@@ -349,7 +351,7 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
 
 
 # The arithmetic of each factor is written once, in the functions below whose
-# names start with an underscore and a noun (_age_days, _decay, _tag_share,
+# names start with an underscore and a noun (_decay, _tag_share,
 # _overlap, _message_gain): they take plain numbers here and whole columns of
 # numbers in the vectorized engine (poolsplit[fast]), which so computes the
 # same floating-point operations in the same order, bit for bit.
@@ -358,14 +360,13 @@ _MESSAGE_THRESHOLD = 0.15  # the overlap above which the message factor applies
 _PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER = 1.0, 1.5, 0.5
 
 
-def _age_days(delta_us: float) -> float:
-    """Microseconds of age as fractional days (``delta_us / 1_000_000`` is exact seconds)."""
-    return delta_us / 1_000_000 / _DAY_SECONDS
+def _decay(age_us: float, horizon: float) -> float:
+    """The linear part of recency: 1.0 at age 0, 0.3 at ``horizon`` days.
 
-
-def _decay(days: float, horizon: float) -> float:
-    """The linear part of recency: 1.0 at age 0, 0.3 at ``horizon`` days."""
-    return 1.0 - 0.7 * days / horizon
+    The age, in microseconds, is taken as fractional days
+    (``age_us / 1_000_000`` is exact seconds).
+    """
+    return 1.0 - 0.7 * (age_us / 1_000_000 / _DAY_SECONDS) / horizon
 
 
 def _tag_share(shared: float, count: int) -> float:
@@ -390,8 +391,8 @@ def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> flo
     as 0 days. Times are integer microseconds since the epoch:
     ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``.
     """
-    days = 0.0 if created_us is None else max(0.0, _age_days(now_us - created_us))
-    return max(_RECENCY_FLOOR, _decay(days, horizon))
+    age_us = 0 if created_us is None else max(0, now_us - created_us)
+    return max(_RECENCY_FLOOR, _decay(age_us, horizon))
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
@@ -1992,9 +1993,37 @@ _DELETED: Mapping[str, Any] = MappingProxyType({})
 _WHOLE = object()  # the one part of an unpartitioned store
 
 
-def _positions() -> MutableSequence[int]:
-    """A list of entry positions that the garbage collector need not scan (no references)."""
-    return array("q")
+def _positions(positions: Iterable[int] = ()) -> MutableSequence[int]:
+    """A list of entry positions, compact (8 bytes each), that changes in place."""
+    return array("q", positions)
+
+
+def _opened(lists: Dict[str, Sequence[int]], item: str) -> MutableSequence[int]:
+    """The list of ``item`` in a kind's ``lists``, opened: an array (an empty one if none).
+
+    A build packs each word and tag list into a ``bytearray`` (8 bytes a
+    position): a store holds hundreds of thousands of them, which the
+    garbage collector would scan on every full collection if they were
+    containers it tracks (lists, or ``array`` since Python 3.10) and which
+    would make the build itself trigger those collections. A list is
+    opened, once, when a query first reads it or a change first touches it.
+    """
+    postings = lists.get(item)
+    if type(postings) is not array:
+        postings = lists[item] = _unpacked(postings or ())
+    return cast(MutableSequence[int], postings)
+
+
+def _unpacked(postings: Sequence[int]) -> MutableSequence[int]:
+    """A copy of a word or tag list's positions, packed or opened.
+
+    (Iterating a packed list itself would give its bytes, not its positions.)
+    """
+    return _positions(postings)  # array("q", a bytearray) reads its 8-byte positions
+
+
+_FIRST = itemgetter(0)
+_PACKED = sys.byteorder  # a position packed as array('q') holds it
 
 _MISSING = object()  # the partition of entries without the partition key
 
@@ -2079,8 +2108,8 @@ class _Index:
         self.groups: Dict[Tuple[Any, float, Any], MutableSequence[int]] = {}  # newest first
         self.min_cost: Dict[Tuple[Any, float, Any], List[int]] = {}  # of group[j:]
         # (type, project) -> word or tag -> entries, newest first
-        self.by_word: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
-        self.by_tag: Dict[Tuple[Any, Any], Dict[str, MutableSequence[int]]] = {}
+        self.by_word: Dict[Tuple[Any, Any], Dict[str, Sequence[int]]] = {}
+        self.by_tag: Dict[Tuple[Any, Any], Dict[str, Sequence[int]]] = {}
         self.max_base: Dict[Tuple[Any, Any], float] = {}  # highest regular priority
         self.kind_size: Dict[Tuple[Any, Any], int] = defaultdict(int)  # regular entries
         # (is a tag, kind, word or tag) -> suffix-minimum cost of that list, made when a
@@ -2098,9 +2127,12 @@ class _Index:
                  for i, entry in enumerate(entries, start)]
         reader = self.words
         if reader is None:
-            regular = [(f, entry) for f, entry in zip(facts, entries) if f.group is not None]
-            for (f, _), words in zip(regular, _word_sets([_content(e) for _, e in regular])):
-                f.words = tuple(words)
+            # (Positions, not (facts, entry) pairs: tuples that hold objects stay
+            # in the collector's lists, and a long build would promote them all.)
+            regular = [n for n, f in enumerate(facts) if f.group is not None]
+            texts = [_content(entries[n]) for n in regular]
+            for n, words in zip(regular, _word_sets(texts)):
+                facts[n].words = tuple(words)
             return facts
         for i, (f, entry) in enumerate(zip(facts, entries), start):
             if f.group is not None:
@@ -2111,22 +2143,33 @@ class _Index:
         """Index ``entries`` into this empty index.
 
         Regular entries are indexed newest first, so every group, word and
-        tag list comes out in order without a sort; and one (type, project)
-        kind after another, so that the lists being filled stay few (a
-        quarter faster here than in time order alone).
+        tag list comes out in order; and one (type, project) kind after
+        another, whose word and tag lists are packed (:func:`_opened`).
         """
         self.entries = entries
-        self.facts = self.facts_of(entries, 0)
+        self.facts = every = self.facts_of(entries, 0)
         kinds: Dict[Tuple[Any, Any], int] = {}
         order = []
-        for i, facts in enumerate(self.facts):
+        for i, facts in enumerate(every):
             self.register(i, facts)
             if facts.group is not None:
-                kind = kinds.setdefault((facts.type, facts.group[2]), len(kinds))
-                order.append((kind, facts.time_key, i))
+                number = kinds.setdefault((facts.type, facts.group[2]), len(kinds))
+                order.append((number, facts.time_key, i))
         order.sort()
-        for _, _, i in order:
-            self.file(i, self.facts[i])
+        for _, run in groupby(order, _FIRST):
+            members = [i for _, _, i in run]
+            for i in members:
+                kind = self.file_group(i, every[i])
+            words: DefaultDict[str, bytearray] = defaultdict(bytearray)
+            tags: DefaultDict[str, bytearray] = defaultdict(bytearray)
+            for i in members:
+                facts = every[i]
+                code = i.to_bytes(8, _PACKED)
+                for item in facts.words:
+                    words[item] += code
+                for item in facts.tags:
+                    tags[item] += code
+            self.by_word[kind], self.by_tag[kind] = dict(words), dict(tags)
         self.min_cost = {g: self.suffix_min(members) for g, members in self.groups.items()}
 
     def register(self, i: int, facts: _Facts) -> None:
@@ -2143,6 +2186,14 @@ class _Index:
 
     def file(self, i: int, facts: _Facts) -> None:
         """Append a regular entry to its group and to its kind's word and tag lists."""
+        kind = self.file_group(i, facts)
+        for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
+            lists = by.setdefault(kind, {})
+            for item in items:
+                _opened(lists, item).append(i)
+
+    def file_group(self, i: int, facts: _Facts) -> Tuple[Any, Any]:
+        """Append a regular entry to its group; its (type, project) kind."""
         group = cast(Tuple[Any, float, Any], facts.group)
         vocabulary = self.vocabulary.setdefault
         facts.words = tuple(map(vocabulary, facts.words, facts.words))
@@ -2158,12 +2209,7 @@ class _Index:
                 self.layout.clear()
                 self.streams_cache.clear()
             self.max_base[kind] = facts.base
-        for by, items in ((self.by_word, facts.words), (self.by_tag, facts.tags)):
-            lists = by.get(kind)
-            if lists is None:
-                lists = by[kind] = defaultdict(_positions)
-            for item in items:
-                lists[item].append(i)
+        return kind
 
     def time_key(self, i: int) -> int:
         return self.facts[i].time_key
@@ -2225,7 +2271,7 @@ class _Index:
         key = (is_tag, kind, item)
         low = self.list_low.get(key)
         if low is None:
-            members = (self.by_tag if is_tag else self.by_word)[kind][item]
+            members = _opened((self.by_tag if is_tag else self.by_word)[kind], item)
             low = self.list_low[key] = self.suffix_min(members)
         return low
 
@@ -2275,7 +2321,7 @@ class _Index:
         for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
                                      (True, self.by_tag[kind], facts.tags)):
             for item in items:
-                postings = lists[item]
+                postings = _opened(lists, item)
                 postings.pop()
                 _insort(postings, i, key)
                 drop((is_tag, kind, item), None)
@@ -2322,7 +2368,7 @@ class _Index:
         for is_tag, lists, items in ((False, self.by_word[kind], facts.words),
                                      (True, self.by_tag[kind], facts.tags)):
             for item in items:
-                postings = lists[item]
+                postings = _opened(lists, item)
                 del postings[_locate(postings, i, key)]
                 drop((is_tag, kind, item), None)
 
@@ -2393,6 +2439,24 @@ class _Stream(NamedTuple):
     message: float  # the largest message factor an entry of this stream can have
 
 
+class _Lists(NamedTuple):
+    """The word or the tag lists of one (type, project) kind that a query reads.
+
+    They share one bound before they are read, so they start together, when
+    the walk reaches that bound: a list never started costs nothing but its
+    name here (a query names hundreds of lists and reads a few).
+    """
+
+    is_tag: bool
+    kind: Tuple[Any, Any]
+    lists: Dict[str, Sequence[int]]  # the kind's lists, by word or tag (see _opened)
+    items: Sequence[str]  # the query's words or tags among them
+    group: Tuple[Any, float, Any]  # (type, the kind's top priority, project)
+    tags: float  # the largest tag factor of an entry in these lists
+    project: float
+    message: float  # the largest message factor of an entry in these lists
+
+
 class _PreparedQuery:
     """One default-scorer query over a prepared index: a best-first walk with bounds.
 
@@ -2406,7 +2470,8 @@ class _PreparedQuery:
        streams run newest first and recency only falls with age).
     2) Every unread entry that can still load is owed by at least one stream
        with a marker in the heap, or by the _START marker, whose bound (recency
-       at most 1) is >= every not-yet-started stream's.
+       at most 1) is >= every not-yet-started stream's (a group stream, or a
+       kind's word or tag lists, which start together: :class:`_Lists`).
     3) A marker sorts before every candidate of an equal score, so a candidate
        pops only when nothing unread can beat it: the fill order is the
        stateless one, ``(-score, created, id, index)``.
@@ -2517,38 +2582,52 @@ class _PreparedQuery:
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         if slots_left == 0 or tokens_left == 0:
             return _Filled(always, picked)
-        streams, ceilings = self.streams(pool)
-        order = sorted(range(len(streams)), key=ceilings.__getitem__, reverse=True)
+        streams, starts, ceilings = self.streams(pool)
+        order = sorted(range(len(starts)), key=ceilings.__getitem__, reverse=True)
         if order:
             heap.append(_new(_Marker, (-ceilings[order[0]], "", "", _START, 0)))
         cursor = [0] * len(streams)
         seen: Set[int] = set()
         heapq.heapify(heap)
-        while heap and slots_left > 0 and tokens_left > 0:
-            item = heapq.heappop(heap)
+        push, pop, push_pop = heapq.heappush, heapq.heappop, heapq.heappushpop
+        held: Optional[_Marker] = None  # a marker on its way into the heap
+        while slots_left > 0 and tokens_left > 0:
+            # Pushing the held marker and popping the least item, in one step
+            # (the marker itself, untouched, when it is still the least).
+            if held is not None:
+                item, held = push_pop(heap, held), None
+            elif heap:
+                item = pop(heap)
+            else:
+                break
             if type(item) is _Marker:
-                if item.kind == _START:  # start the next stream, and stand for the rest
+                if item.kind == _START:  # start the next streams, and stand for the rest
                     at = item.ref
-                    self.push_marker(heap, streams, cursor, order[at], pool, taken,
-                                     tokens_left, seen)
+                    what = starts[order[at]]
+                    for s in ((what,) if type(what) is int else
+                              self.start(what, streams, cursor)):  # type: ignore[arg-type]
+                        marker = self.marker(streams, cursor, s, taken, tokens_left, seen)
+                        if marker is not None:
+                            push(heap, marker)
                     if at + 1 < len(order):
-                        heapq.heappush(heap, _new(_Marker, (-ceilings[order[at + 1]], "", "",
-                                                            _START, at + 1)))
+                        held = _new(_Marker, (-ceilings[order[at + 1]], "", "", _START, at + 1))
                     continue
                 s = item.ref  # a started stream: visit its next entry
                 if cursor[s] >= _SPLIT_AFTER and s in self.unsplit:
                     parts = self.split(streams, s, cursor)
                     if parts is not None:  # the parts owe the rest of it
                         for part in parts:
-                            self.push_marker(heap, streams, cursor, part, pool, taken,
-                                             tokens_left, seen)
+                            marker = self.marker(streams, cursor, part, taken, tokens_left,
+                                                 seen)
+                            if marker is not None:
+                                push(heap, marker)
                         continue
                 i = streams[s].members[cursor[s]]
                 cursor[s] += 1
                 if i not in seen and self.visitable(i, pool, taken, tokens_left):
                     seen.add(i)
-                    heapq.heappush(heap, self.key(i))
-                self.push_marker(heap, streams, cursor, s, pool, taken, tokens_left, seen)
+                    push(heap, self.key(i))
+                held = self.marker(streams, cursor, s, taken, tokens_left, seen)
                 continue
             i = item.position
             cost = facts[i].cost
@@ -2558,44 +2637,58 @@ class _PreparedQuery:
                 slots_left -= 1
         return _Filled(always, picked)
 
-    def streams(self, pool: Pool) -> Tuple[List[_Stream], List[float]]:
-        """The pool's streams, and for each a bound that holds before it is read.
+    def streams(self, pool: Pool) -> Tuple[List[_Stream], List[Union[int, _Lists]],
+                                           List[float]]:
+        """The pool's group streams, what the walk starts, and a bound for each before it starts.
 
-        A word or tag list of a (type, project) kind enters whole, bounded as
-        if its entries shared every message word the kind holds; read past
-        its first ``_SPLIT_AFTER`` entries, the rest of it is split by the
-        entries' real message factors (:meth:`split`), each part bounded by
-        its own.
+        What starts is a group stream (its index) or a kind's word or tag
+        lists (:class:`_Lists`, made streams by :meth:`start`). The lists
+        are bounded as if their entries shared every message word the kind
+        holds; read past their first ``_SPLIT_AFTER`` entries, the rest of a
+        list is split by its entries' real message factors (:meth:`split`),
+        each part bounded by its own.
         """
         index, query = self.index, self.query
         _, kinds = index.layout_for(pool)
         group_streams, group_ceilings = index.group_streams(pool, query)
         streams, ceilings = list(group_streams), list(group_ceilings)
+        starts: List[Union[int, _Lists]] = list(range(len(streams)))
         no_tag = _tag_factor((), query)  # 1.0
         top_recency = _recency(None, 0)  # recency is at most this (age 0)
         all_tags = _tag_factor(query.tags, query)  # every tag of the query shared
         self.unsplit = {}
         for kind in kinds:
-            top = index.max_base[kind]
             words = index.by_word.get(kind) or {}
             tags = index.by_tag.get(kind) or {}
             # An entry can share at most the message words this kind has at all.
             present = [word for word in query.words if word in words]
+            shared_tags = [tag for tag in query.tags if tag in tags] if tags else ()
+            if not present and not shared_tags:
+                continue
+            top = index.max_base[kind]
             message = _message_factor(len(present), query)
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to all_tags); the word lists owe the rest, whose tag factor is 1.
             project = _project_factor(kind[1], query)
+            group = (kind[0], top, kind[1])
             for is_tag, lists, items, tag_factor in ((False, words, present, no_tag),
-                                                     (True, tags, query.tags, all_tags)):
-                ceiling = _score(top, top_recency, tag_factor, project, message)
-                for item in items:
-                    if item in lists:
-                        self.unsplit[len(streams)] = (is_tag, kind)
-                        streams.append(_new(_Stream, (lists[item], (kind[0], top, kind[1]),
-                                                      index.list_min(is_tag, kind, item),
-                                                      tag_factor, project, message)))
-                        ceilings.append(ceiling)
-        return streams, ceilings
+                                                     (True, tags, shared_tags, all_tags)):
+                if items:
+                    starts.append(_new(_Lists, (is_tag, kind, lists, items, group, tag_factor,
+                                                project, message)))
+                    ceilings.append(_score(top, top_recency, tag_factor, project, message))
+        return streams, starts, ceilings
+
+    def start(self, lists: _Lists, streams: List[_Stream], cursor: List[int]) -> Sequence[int]:
+        """The streams a kind's word or tag lists start as (added to ``streams``)."""
+        index, first = self.index, len(streams)
+        for item in lists.items:
+            self.unsplit[len(streams)] = (lists.is_tag, lists.kind)
+            streams.append(_new(_Stream, (_opened(lists.lists, item), lists.group,
+                                          index.list_min(lists.is_tag, lists.kind, item),
+                                          lists.tags, lists.project, lists.message)))
+            cursor.append(0)
+        return range(first, len(streams))
 
     def split(self, streams: List[_Stream], s: int, cursor: List[int]
               ) -> Optional[Sequence[int]]:
@@ -2621,7 +2714,7 @@ class _PreparedQuery:
             cursor.append(0)
         return started
 
-    def shared_words(self, kind: Tuple[Any, Any], words: Mapping[str, Sequence[int]]
+    def shared_words(self, kind: Tuple[Any, Any], words: Dict[str, Sequence[int]]
                      ) -> Tuple[Optional[Mapping[int, int]], AbstractSet[int]]:
         """Each entry of a kind with its count of shared message words, and those above 1.
 
@@ -2634,7 +2727,7 @@ class _PreparedQuery:
         got = self.shared.get(kind)
         if got is not None:
             return got
-        lists = [words[word] for word in self.query.words if word in words]
+        lists = [_opened(words, word) for word in self.query.words if word in words]
         if sum(map(len, lists)) > _SPLIT_RATIO * self.index.kind_size.get(kind, 0):
             got = (None, frozenset())
         else:
@@ -2687,10 +2780,13 @@ class _PreparedQuery:
         # An entry that cannot fit now never will: tokens only decrease.
         return self.facts[i].cost <= tokens_left and self.usable(i, pool, taken)
 
-    def push_marker(self, heap: List[Any], streams: List[_Stream],
-                    cursor: List[int], s: int, pool: Pool, taken: AbstractSet[int],
-                    tokens_left: int, seen: AbstractSet[int]) -> None:
-        """Push a marker bounding what stream ``s`` still owes, after skipping dead entries."""
+    def marker(self, streams: List[_Stream], cursor: List[int], s: int,
+               taken: AbstractSet[int], tokens_left: int, seen: AbstractSet[int]
+               ) -> Optional[_Marker]:
+        """A marker bounding what stream ``s`` still owes, after skipping dead entries.
+
+        None when it owes nothing that can load.
+        """
         stream = streams[s]
         members, group = stream.members, stream.group
         at, end = cursor[s], len(members)
@@ -2708,14 +2804,14 @@ class _PreparedQuery:
                 break
             at += 1
         cursor[s] = at
-        if at == len(members):
-            return
+        if at == end:
+            return None
         # Invariant 1: the scorer's factors, each at its largest for what is left.
         options = self.query.options  # per-type recency: one stream holds one type
         recency = (_recency(facts[members[at]].created_us, self.now_us) if options is None else
                    options._recency(group[0], facts[members[at]].created_us, self.now_us))
         bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
-        heapq.heappush(heap, _new(_Marker, (-bound, "", "", _STREAM, s)))
+        return _new(_Marker, (-bound, "", "", _STREAM, s))
 
 
 # --------------------------------------------------------------------------
