@@ -318,31 +318,32 @@ def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label
     base = _base_priority(entry, label)
     tags = _tag_set(entry.get("tags"), f"{label}: tags")
     shared = _shared_words(_content(entry), query, label) if query.words else 0
-    score = _entry_score(base, _time_us(entry.get("created")), tags, entry.get("project"),
-                         shared, query, _epoch_us(now), entry.get("type", "note"))
+    recency = _recency_of(query, entry.get("type", "note"), _time_us(entry.get("created")),
+                          _epoch_us(now))
+    score = _entry_score(base, recency, tags, entry.get("project"),
+                         _message_factor(shared, query), query)
     if query.options is None:
         return score
     return score * query.options._similarity(entry.get("similarity"), label)
 
 
-def _entry_score(
-    base: float,
-    created_us: Optional[int],
-    tags: Collection[str],
-    project: Any,
-    shared_words: int,
-    query: _Query,
-    now_us: int,
-    entry_type: Any = "note",
-) -> float:
+def _entry_score(base: float, recency: float, tags: Collection[str], project: Any,
+                 message: float, query: _Query) -> float:
     """The default score from an entry's parsed fields (both paths score through here).
 
-    Without its similarity factor (the caller multiplies it last, when there is one).
+    ``recency`` is :func:`_recency_of` the entry and ``message`` its
+    :func:`_message_factor` (a prepared query reads both once for many
+    entries). Without its similarity factor (the caller multiplies it last,
+    when there is one).
     """
-    recency = (_recency(created_us, now_us) if query.options is None else
-               query.options._recency(entry_type, created_us, now_us))
-    return _score(base, recency, _tag_factor(tags, query),
-                  _project_factor(project, query), _message_factor(shared_words, query))
+    return _score(base, recency, _tag_factor(tags, query), _project_factor(project, query),
+                  message)
+
+
+def _recency_of(query: _Query, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
+    """An entry's recency factor: :func:`_recency`, or the query's options' one for its type."""
+    return (_recency(created_us, now_us) if query.options is None else
+            query.options._recency(entry_type, created_us, now_us))
 
 
 def _score(base: float, recency: float, tags: float, project: float, message: float) -> float:
@@ -2450,7 +2451,7 @@ class _Lists(NamedTuple):
     is_tag: bool
     kind: Tuple[Any, Any]
     lists: Dict[str, Sequence[int]]  # the kind's lists, by word or tag (see _opened)
-    items: Sequence[str]  # the query's words or tags among them
+    items: Collection[str]  # the query's words or tags among them
     group: Tuple[Any, float, Any]  # (type, the kind's top priority, project)
     tags: float  # the largest tag factor of an entry in these lists
     project: float
@@ -2522,6 +2523,8 @@ class _PreparedQuery:
         self.shared: Dict[Tuple[Any, Any], Tuple[Optional[Mapping[int, int]],
                                                  AbstractSet[int]]] = {}
         self.unsplit: Dict[int, Tuple[bool, Tuple[Any, Any]]] = {}  # (is a tag, kind)
+        # Per stream, the recency of the entry its marker stands on (read next).
+        self.next_recency: Dict[int, float] = {}
 
     def run(self, pools: List[Pool]) -> Dict[str, _Filled]:
         taken: Set[int] = set()
@@ -2543,7 +2546,8 @@ class _PreparedQuery:
         return (facts.active and pool.accepts(facts.type) and id(entry) not in taken
                 and (self.include is None or bool(self.include(entry))))
 
-    def score(self, i: int) -> float:
+    def score(self, i: int, recency: Optional[float] = None) -> float:
+        """Entry ``i``'s score; ``recency``, when given, is its :func:`_recency_of` (the walk's)."""
         if i not in self.scores:
             facts = self.facts[i]
             group = facts.group
@@ -2551,9 +2555,11 @@ class _PreparedQuery:
                 # Regular entries: 0 < base < 1e300 keeps the product finite.
                 query = self.query
                 shared = len(query.words.intersection(facts.words)) if query.words else 0
+                if recency is None:
+                    recency = _recency_of(query, facts.type, facts.created_us, self.now_us)
                 # (A regular entry has no similarity: its similarity factor is 1.0.)
-                self.scores[i] = _entry_score(facts.base, facts.created_us, facts.tags, group[2],
-                                              shared, query, self.now_us, facts.type)
+                self.scores[i] = _entry_score(facts.base, recency, facts.tags, group[2],
+                                              self.message_factors[shared], query)
             else:
                 entry = self.entries[i]
                 label = _label(entry, i)
@@ -2626,7 +2632,7 @@ class _PreparedQuery:
                 cursor[s] += 1
                 if i not in seen and self.visitable(i, pool, taken, tokens_left):
                     seen.add(i)
-                    push(heap, self.key(i))
+                    push(heap, self.key(i, self.next_recency[s]))
                 held = self.marker(streams, cursor, s, taken, tokens_left, seen)
                 continue
             i = item.position
@@ -2661,8 +2667,8 @@ class _PreparedQuery:
             words = index.by_word.get(kind) or {}
             tags = index.by_tag.get(kind) or {}
             # An entry can share at most the message words this kind has at all.
-            present = [word for word in query.words if word in words]
-            shared_tags = [tag for tag in query.tags if tag in tags] if tags else ()
+            present = words.keys() & query.words
+            shared_tags = tags.keys() & query.tags if tags else ()
             if not present and not shared_tags:
                 continue
             top = index.max_base[kind]
@@ -2772,9 +2778,9 @@ class _PreparedQuery:
         for factor, part in parts.items():
             yield factor, part, index.suffix_min(part)
 
-    def key(self, i: int) -> _Candidate:
+    def key(self, i: int, recency: Optional[float] = None) -> _Candidate:
         sort_key = self.facts[i].sort_key
-        return _new(_Candidate, (-self.score(i), sort_key[0], sort_key[1], i))
+        return _new(_Candidate, (-self.score(i, recency), sort_key[0], sort_key[1], i))
 
     def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
         # An entry that cannot fit now never will: tokens only decrease.
@@ -2807,9 +2813,9 @@ class _PreparedQuery:
         if at == end:
             return None
         # Invariant 1: the scorer's factors, each at its largest for what is left.
-        options = self.query.options  # per-type recency: one stream holds one type
-        recency = (_recency(facts[members[at]].created_us, self.now_us) if options is None else
-                   options._recency(group[0], facts[members[at]].created_us, self.now_us))
+        # (One stream holds one type: the next entry's recency is its own score's.)
+        recency = self.next_recency[s] = _recency_of(self.query, group[0],
+                                                     facts[members[at]].created_us, self.now_us)
         bound = _score(group[1], recency, stream.tags, stream.project, stream.message)
         return _new(_Marker, (-bound, "", "", _STREAM, s))
 
