@@ -23,6 +23,7 @@ from poolsplit_core.poolsplit import (
     default_scorer,
     default_token_counter,
     explain_pools,
+    make_scorer,
     retrieve,
     retrieve_pools,
 )
@@ -919,3 +920,26 @@ def test_a_score_that_overflows_is_refused_naming_the_entry_on_every_path(entry_
         retrieve_pools(entries, pools, context, now=NOW)
     with pytest.raises(ValueError, match=re.escape(expected)):
         PreparedStore(entries).retrieve_pools(pools, context, now=NOW)
+
+
+def _picky_reader(text):
+    """The text's words, but a list (which a word reader must not return) for "unreadable"."""
+    words = text.split()
+    return words if text == "unreadable" else frozenset(words)
+
+
+@pytest.mark.parametrize(("reader", "bad"), [
+    (None, {"base_priority": "hi", "content": "deploy"}),
+    (_picky_reader, {"content": "unreadable"}),
+], ids=["a bad priority", "a word reader's bad answer"])
+def test_a_prepared_store_names_a_bad_entry_by_its_position_in_a_build_and_an_add(reader, bad):
+    # Without an id, the entry is named by its position in the store: the
+    # third of a build, and the third after an add() to a store of two.
+    kwargs = {} if reader is None else {"scorer": make_scorer(words=reader)}
+    good = [{"content": "deploy the release"}, {"content": "rotate the keys"}]
+    with pytest.raises((ValueError, TypeError), match=r"^entry at index 2: "):
+        PreparedStore([*good, bad], **kwargs)
+    store = PreparedStore(good, **kwargs)
+    with pytest.raises((ValueError, TypeError), match=r"^entry at index 2: "):
+        store.add(bad)
+    assert len(store) == 2  # refused before anything changed
