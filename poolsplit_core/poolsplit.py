@@ -1995,7 +1995,11 @@ _WHOLE = object()  # the one part of an unpartitioned store
 
 
 def _positions(positions: Iterable[int] = ()) -> MutableSequence[int]:
-    """A list of entry positions, compact (8 bytes each), that changes in place."""
+    """A list of entry positions, compact (8 bytes each), that changes in place.
+
+    Made from a packed list (a ``bytearray``, see :func:`_opened`), it holds
+    its 8-byte positions: iterating the packed list itself gives its bytes.
+    """
     return array("q", positions)
 
 
@@ -2011,16 +2015,8 @@ def _opened(lists: Dict[str, Sequence[int]], item: str) -> MutableSequence[int]:
     """
     postings = lists.get(item)
     if type(postings) is not array:
-        postings = lists[item] = _unpacked(postings or ())
+        postings = lists[item] = _positions(postings or ())
     return cast(MutableSequence[int], postings)
-
-
-def _unpacked(postings: Sequence[int]) -> MutableSequence[int]:
-    """A copy of a word or tag list's positions, packed or opened.
-
-    (Iterating a packed list itself would give its bytes, not its positions.)
-    """
-    return _positions(postings)  # array("q", a bytearray) reads its 8-byte positions
 
 
 _FIRST = itemgetter(0)
@@ -2610,8 +2606,8 @@ class _PreparedQuery:
                 if item.kind == _START:  # start the next streams, and stand for the rest
                     at = item.ref
                     what = starts[order[at]]
-                    for s in ((what,) if type(what) is int else
-                              self.start(what, streams, cursor)):  # type: ignore[arg-type]
+                    for s in ((what,) if isinstance(what, int) else
+                              self.start(what, streams, cursor)):
                         marker = self.marker(streams, cursor, s, taken, tokens_left, seen)
                         if marker is not None:
                             push(heap, marker)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from poolsplit_core.poolsplit import Pool, PreparedStore, _unpacked
+from poolsplit_core.poolsplit import Pool, PreparedStore, _positions
 from tests.reference import ref_retrieve_pools
 
 # Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
@@ -185,15 +185,15 @@ def check_index_invariants(store):
             assert keys == sorted(keys)
             assert index.min_cost[g] == fresh.suffix_min(members)
         for mine, theirs in ((index.by_word, fresh.by_word), (index.by_tag, fresh.by_tag)):
-            # (a list is packed until read or changed: _unpacked reads either)
-            flat = {(kind, item): sorted(_unpacked(postings)) for kind, lists in mine.items()
+            # (a list is packed until read or changed: _positions reads either)
+            flat = {(kind, item): sorted(_positions(postings)) for kind, lists in mine.items()
                     for item, postings in lists.items() if postings}
-            assert flat == {(kind, item): sorted(_unpacked(postings))
+            assert flat == {(kind, item): sorted(_positions(postings))
                             for kind, lists in theirs.items()
                             for item, postings in lists.items()}
             for lists in mine.values():
                 for postings in lists.values():
-                    keys = [index.facts[i].time_key for i in _unpacked(postings)]
+                    keys = [index.facts[i].time_key for i in _positions(postings)]
                     assert keys == sorted(keys)
 
 

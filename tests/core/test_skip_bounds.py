@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import pytest
 
-from poolsplit_core.poolsplit import Pool, PreparedStore, _unpacked
+from poolsplit_core.poolsplit import Pool, PreparedStore, _positions
 from tests.core.test_living_store import (
     NOW,
     USERS,
@@ -33,7 +33,7 @@ def check_list_minimums(store):
     for part in store._parts.values():
         index = part.index
         for (is_tag, kind, item), low in index.list_low.items():
-            members = _unpacked((index.by_tag if is_tag else index.by_word)[kind][item])
+            members = _positions((index.by_tag if is_tag else index.by_word)[kind][item])
             assert low == index.suffix_min(members), (is_tag, kind, item)
             read += 1
     return read
