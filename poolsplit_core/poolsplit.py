@@ -1407,6 +1407,22 @@ class Decision:
         return self.outcome in ("always", "selected")
 
 
+def _loaded(entry: Mapping[str, Any], index: int, outcome: str, pool: str,
+            score: Optional[float], cost: int, rank: int) -> Decision:
+    """``Decision(entry, index, outcome, pool, score=..., cost=..., rank=...)``, cheaper.
+
+    A frozen dataclass's ``__init__`` sets each of its eight fields through
+    ``object.__setattr__``, and :meth:`PreparedStore.decide` builds one per
+    loaded entry (2,000 a query with a large always tier): this fills the new
+    instance's fields in one step instead, at under half the cost.
+    """
+    decision = object.__new__(Decision)
+    object.__setattr__(decision, "__dict__", {
+        "entry": entry, "index": index, "outcome": outcome, "pool": pool, "score": score,
+        "cost": cost, "tokens_left": None, "rank": rank})
+    return decision
+
+
 @dataclass(frozen=True)
 class Ledger:
     """One pool's budget after the fill: what was spent, left and skipped.
@@ -1824,15 +1840,16 @@ class PreparedStore:
             keep = _both(_matcher(where), include)
             return self._stateless(entries, checked, context, scorer, now, keep,
                                    max_always_tokens).loaded()
-        entries, filled, position, cost = walked
+        entries, filled, positions, cost = walked
         out: Dict[str, List[Decision]] = {}
         for name, got in filled.items():
-            decided = [Decision(entries[i], position(i), "always", name, cost=cost(i), rank=rank)
-                       for rank, i in enumerate(got.always)]
+            decided = [_loaded(entries[i], at, "always", name, None, cost(i), rank)
+                       for rank, (i, at) in enumerate(zip(got.always, positions(got.always)))]
             ranked = len(decided)
-            decided += [Decision(entries[p.position], position(p.position), "selected", name,
-                                 score=p.score, cost=p.cost, rank=ranked + n)
-                        for n, p in enumerate(got.selected)]
+            selected = [p.position for p in got.selected]
+            decided += [_loaded(entries[i], at, "selected", name, p.score, p.cost, ranked + n)
+                        for n, (i, at, p) in enumerate(zip(
+                            selected, positions(selected), got.selected))]
             out[name] = decided
         return out
 
@@ -1846,9 +1863,12 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, _Filled], Callable[[int], int],
-                        Callable[[int], int]]]:
+    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, _Filled],
+                        Callable[[List[int]], List[int]], Callable[[int], int]]]:
         """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
+
+        ``positions`` maps a list of the walk's entry numbers to their
+        positions among the live entries (then the extras).
 
         None when the walk cannot answer: a scorer other than the default
         score with this index's word reader, or a partitioned store queried
@@ -1881,7 +1901,12 @@ class PreparedStore:
                 slot = n if slots is None else slots[n]
                 return slot - bisect.bisect_left(gaps, slot)
 
-            return entries, filled, position, query.cost
+            def positions(numbers: List[int]) -> List[int]:
+                if slots is None and not gaps and not extra:  # a whole store, nothing deleted
+                    return numbers
+                return [position(n) for n in numbers]
+
+            return entries, filled, positions, query.cost
 
     def _check_new(self, entry: Any) -> None:
         if not isinstance(entry, Mapping):

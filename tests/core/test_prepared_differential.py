@@ -61,6 +61,8 @@ def check_prepared(store, pools, context, now, fns, split, queries, data, pool_l
         loaded = prepared.explain_pools(pools, context, now=now, **query).loaded()
         for name in want:
             assert identities(d.entry for d in loaded[name]) == identities(want[name])
+        # decide builds its Decisions its own way: every field equal to the account's
+        assert prepared.decide(pools, context, now=now, **query) == loaded
         # the next query: other pools, context and time over the same store
         pools = data.draw(pool_lists)
         context = data.draw(contexts)
