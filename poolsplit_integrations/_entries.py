@@ -51,7 +51,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from poolsplit_core._plain import pool_from_data, pool_to_data
 from poolsplit_core.poolsplit import (
@@ -100,22 +100,20 @@ def to_entry(
     return entry
 
 
-def result_metadata(
-    metadata: Mapping[str, Any] | None, pool: str, score: float | None, always: bool,
-    similarity: Any = None,
-) -> dict[str, Any]:
-    """A copy of ``metadata`` with the four ``poolsplit_*`` keys added.
+def result_metadata(metadata: Mapping[str, Any] | None, loaded: Decision) -> dict[str, Any]:
+    """A copy of ``metadata`` with the four ``poolsplit_*`` keys of one loaded entry added.
 
-    >>> result_metadata({"type": "task"}, "work", 4.5, False, 0.83)
-    ... # doctest: +NORMALIZE_WHITESPACE
+    >>> from poolsplit_core.poolsplit import Decision
+    >>> loaded = Decision({"similarity": 0.83}, 0, "selected", "work", score=4.5)
+    >>> result_metadata({"type": "task"}, loaded)  # doctest: +NORMALIZE_WHITESPACE
     {'type': 'task', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5,
      'poolsplit_always': False, 'poolsplit_similarity': 0.83}
     """
     out = dict(metadata or {})
-    out["poolsplit_pool"] = pool
-    out["poolsplit_score"] = score
-    out["poolsplit_always"] = always
-    out["poolsplit_similarity"] = similarity
+    out["poolsplit_pool"] = loaded.pool
+    out["poolsplit_score"] = None if loaded.score is None else float(loaded.score)
+    out["poolsplit_always"] = loaded.outcome == "always"
+    out["poolsplit_similarity"] = loaded.entry.get("similarity")
     return out
 
 
@@ -154,17 +152,7 @@ def build_context(
     return context
 
 
-class Hit(NamedTuple):
-    """One loaded entry, in the order an adapter returns it (a tuple: one per result, cheap)."""
-
-    position: int  # among the stored entries, then the extra ones
-    entry: Mapping[str, Any]  # the entry the core loaded
-    pool: str
-    score: float | None  # None for always-scope entries
-    always: bool
-
-
-def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Hit]:
+def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Decision]:
     """Flatten one call's loaded entries into the order adapters return.
 
     Every always-scope entry of every pool comes first (pool order, then
@@ -172,19 +160,15 @@ def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> 
     order. ``k`` caps the contextual entries across pools, filled fairly:
     round-robin over the pools in pool order, each pool's best first. It
     never cuts an always-scope entry. ``loaded`` is the loaded Decisions per
-    pool, in load order (:meth:`PreparedStore.decide` or ``Explanation.loaded()``).
+    pool, in load order (:meth:`PreparedStore.decide` or ``Explanation.loaded()``);
+    an always-scope one has no score.
     """
     always = [d for picked in loaded.values() for d in picked if d.outcome == "always"]
     contextual = [[d for d in picked if d.outcome == "selected"] for picked in loaded.values()]
     if k is not None:
         keep = _round_robin_counts([len(picked) for picked in contextual], k)
         contextual = [picked[:n] for picked, n in zip(contextual, keep)]
-    ordered = always + [d for picked in contextual for d in picked]
-    return [
-        Hit(d.index, d.entry, d.pool or "", None if d.outcome == "always" else d.score,
-            d.outcome == "always")
-        for d in ordered
-    ]
+    return always + [d for picked in contextual for d in picked]
 
 
 def _round_robin_counts(sizes: Sequence[int], k: int) -> list[int]:
@@ -437,6 +421,18 @@ class LiveStore:
         """The framework object an entry was mapped from (the entry itself if none)."""
         return self._objects.get(id(entry), entry)
 
+    def objects_of(self, loaded: Sequence[Decision], extra: Sequence[Mapping[str, Any]] = (),
+                   extra_objects: Sequence[Any] = ()) -> list[Any]:
+        """The framework object of each loaded entry: a candidate's own, else the stored one.
+
+        ``extra`` are the call's candidate entries, mapped from ``extra_objects``.
+        """
+        stored = self._objects.get
+        if not extra:
+            return [stored(id(d.entry), d.entry) for d in loaded]
+        joined = {id(entry): obj for entry, obj in zip(extra, extra_objects)}
+        return [joined.get(id(d.entry)) or stored(id(d.entry), d.entry) for d in loaded]
+
     def objects(self) -> list[Any]:
         """The framework objects, in store order."""
         return [self.object_of(entry) for entry in self.store.entries]
@@ -546,8 +542,8 @@ class Selector:
     ...                   ({"id": "a", "content": "alpha"}, None)])
     >>> hits = Selector(live, Options([Pool("all", max_tokens=100, max_entries=5)])
     ...                 ).select("alpha?")
-    >>> [(h.entry["id"], h.always) for h in hits]
-    [('fix', True), ('a', False)]
+    >>> [(d.entry["id"], d.outcome) for d in hits]
+    [('fix', 'always'), ('a', 'selected')]
 
     Tenancy: the call's filter is the component's ``filter`` AND the run's
     bound tenant AND the per-call filter (:func:`narrow`); it keeps only
@@ -579,8 +575,8 @@ class Selector:
         filter: Any = DEFAULT,
         bound: Mapping[str, Any] | None = None,
         **overrides: Any,
-    ) -> list[Hit]:
-        """Run pool-split for one query over the store plus ``extra``; hits in adapter order.
+    ) -> list[Decision]:
+        """Run pool-split for one query over the store plus ``extra``: loaded, in adapter order.
 
         ``overrides`` (``project``, ``tags``) replace the default context for
         this call; ``k`` replaces the default cap.

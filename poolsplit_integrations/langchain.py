@@ -76,11 +76,10 @@ from pydantic import (
 )
 from typing_extensions import Self
 
-from poolsplit_core.poolsplit import Explanation, Pool
+from poolsplit_core.poolsplit import Decision, Explanation, Pool
 from poolsplit_integrations._entries import (
     DEFAULT,
     OPTION_CHECKS,
-    Hit,
     LiveStore,
     Options,
     Selector,
@@ -186,15 +185,13 @@ def _call_overrides(
     return {key: kwargs[key] for key in accepted if key in kwargs}
 
 
-def _to_document(doc: Document, hit: Hit) -> Document:
-    """A new Document: same id and text, metadata copied plus the ``poolsplit_*`` keys."""
-    score = None if hit.score is None else float(hit.score)
-    return Document(
-        id=doc.id,
-        page_content=doc.page_content,
-        metadata=result_metadata(doc.metadata, hit.pool, score, hit.always,
-                                 hit.entry.get("similarity")),
-    )
+def _to_document(doc: Document, loaded: Decision) -> Document:
+    """A copy of ``doc`` (its class, id and text) whose metadata adds the ``poolsplit_*`` keys.
+
+    ``doc`` is untouched: the copy gets a new metadata dict. (Copying reads the
+    stored Document once; building a new one validates every field again.)
+    """
+    return doc.model_copy(update={"metadata": result_metadata(doc.metadata, loaded)})
 
 
 class _DocumentsView(Sequence[Document]):
@@ -295,10 +292,9 @@ def _pool_split(
     Selector filters (tenant), orders, caps, and checks the always tier.
     """
     extra, extra_entries = _merge(selector.live, candidates)
-    hits = selector.select(query, extra_entries, bound=bound, **(overrides or {}))
-    joined = {id(entry): doc for entry, doc in zip(extra_entries, extra)}
-    return [_to_document(joined.get(id(hit.entry)) or selector.live.object_of(hit.entry), hit)
-            for hit in hits]
+    loaded = selector.select(query, extra_entries, bound=bound, **(overrides or {}))
+    docs = selector.live.objects_of(loaded, extra_entries, extra)
+    return [_to_document(doc, d) for doc, d in zip(docs, loaded)]
 
 
 def _explain(

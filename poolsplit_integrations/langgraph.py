@@ -850,15 +850,14 @@ class PoolSplitStoreRetriever(BaseRetriever):
                                             self.max_always_tokens)
         entries = {d.index: d.entry for picked in decided.values() for d in picked}
         docs = []
-        for hit in assemble(decided, k):
-            item = items[hit.position]
+        for d in assemble(decided, k):
+            item = items[d.index]
             metadata = {name: value for name, value in item.value.items() if name != "content"}
             metadata["namespace"] = tuple(item.namespace)
             metadata["key"] = item.key
             docs.append(Document(
-                page_content=str(entries[hit.position].get("content", "")),
-                metadata=result_metadata(metadata, hit.pool, hit.score, hit.always,
-                                         entries[hit.position].get("similarity")),
+                page_content=str(entries[d.index].get("content", "")),
+                metadata=result_metadata(metadata, d),
             ))
         return docs
 

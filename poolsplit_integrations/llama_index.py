@@ -17,7 +17,7 @@ LlamaIndex assembles context in three places, and poolsplit plugs into each:
 The adapters only translate: a node becomes an entry dict through the shared
 mapping (:func:`poolsplit_integrations._entries.to_entry`; the node's metadata
 supplies ``type``, ``scope``, ``tags``, ... and the node id is the entry id),
-:class:`~poolsplit_integrations._entries.Selector` runs the core, and the hits
+:class:`~poolsplit_integrations._entries.Selector` runs the core, and the entries it loaded
 come back as ``NodeWithScore`` on copies of the nodes.
 
 Every returned node is a copy whose metadata gains ``poolsplit_pool``,
@@ -125,6 +125,7 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noq
 from typing_extensions import Self  # noqa: E402
 
 from poolsplit_core.poolsplit import (  # noqa: E402
+    Decision,
     Explanation,
     Pool,
     PreparedStore,
@@ -135,7 +136,6 @@ from poolsplit_core.poolsplit import (  # noqa: E402
 from poolsplit_integrations._entries import (  # noqa: E402
     CONTEXT_KWARGS,
     RESULT_KEYS,
-    Hit,
     LiveStore,
     Options,
     Selector,
@@ -204,17 +204,24 @@ def _above(score: float) -> float:
     return bumped if bumped > score else math.nextafter(score, math.inf)
 
 
-def _result_node(node: BaseNode, hit: Hit) -> BaseNode:
+def _result_node(node: BaseNode, loaded: Decision) -> BaseNode:
     """A copy of ``node`` carrying the ``poolsplit_*`` metadata; ``node`` is untouched."""
-    hidden = list(RESULT_KEYS)
     return node.model_copy(update={
-        "metadata": result_metadata(node.metadata, hit.pool, hit.score, hit.always,
-                                    hit.entry.get("similarity")),
-        "excluded_llm_metadata_keys": [
-            *(k for k in node.excluded_llm_metadata_keys if k not in hidden), *hidden],
-        "excluded_embed_metadata_keys": [
-            *(k for k in node.excluded_embed_metadata_keys if k not in hidden), *hidden],
+        "metadata": result_metadata(node.metadata, loaded),
+        "excluded_llm_metadata_keys": _hiding_results(node.excluded_llm_metadata_keys),
+        "excluded_embed_metadata_keys": _hiding_results(node.excluded_embed_metadata_keys),
     })
+
+
+def _hiding_results(excluded: Sequence[str]) -> list[str]:
+    """``excluded`` without the ``poolsplit_*`` keys, then all of them: the LLM sees none.
+
+    >>> _hiding_results(["file_name", "poolsplit_pool"])[:2]
+    ['file_name', 'poolsplit_pool']
+    """
+    if not excluded:  # most nodes: one new list per result, nothing to filter
+        return list(RESULT_KEYS)
+    return [key for key in excluded if key not in RESULT_KEYS] + list(RESULT_KEYS)
 
 
 def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str) -> LiveStore:
@@ -285,17 +292,14 @@ def _pool_split_nodes(
     selector's filter (a retriever a memory block reads through).
     """
     extra_nodes, extra_entries = _candidate_entries(selector.live, candidates)
-    hits = selector.select(query, extra=extra_entries, bound=bound)
-    joined = {id(entry): node for entry, node in zip(extra_entries, extra_nodes)}
-    contextual = [float(hit.score) for hit in hits if hit.score is not None]
+    loaded = selector.select(query, extra=extra_entries, bound=bound)
+    contextual = [float(d.score) for d in loaded if d.score is not None]
     always_score = _above(max(contextual)) if contextual else 1.0
+    nodes = selector.live.objects_of(loaded, extra_entries, extra_nodes)
     return [
-        NodeWithScore(
-            node=_result_node(joined.get(id(hit.entry)) or selector.live.object_of(hit.entry),
-                              hit),
-            score=always_score if hit.always else float(hit.score or 0.0),
-        )
-        for hit in hits
+        NodeWithScore(node=_result_node(node, d),
+                      score=always_score if d.outcome == "always" else float(d.score or 0.0))
+        for node, d in zip(nodes, loaded)
     ]
 
 
@@ -1222,8 +1226,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         if source is not None:  # memory in a vector store: read it for this message
             found = source.candidates(QueryBundle(message), options.pools, active)
             _, extra = _candidate_entries(self._live, found)
-        hits = selector.select(message, extra, bound=self._bound, **overrides)
-        return _render(hits, self.corrections_heading)
+        loaded = selector.select(message, extra, bound=self._bound, **overrides)
+        return _render(loaded, self.corrections_heading)
 
 
     async def _aget(
@@ -1252,12 +1256,12 @@ def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
     return ""
 
 
-def _render(hits: Sequence[Hit], heading: str) -> str:
-    """Corrections first under ``heading``, then one section per pool, in hit order."""
+def _render(loaded: Sequence[Decision], heading: str) -> str:
+    """Corrections first under ``heading``, then one section per pool, in load order."""
     sections: dict[str, list[str]] = {}
-    for hit in hits:
-        title = heading if hit.always else hit.pool
-        content = hit.entry.get("content")
+    for d in loaded:
+        title = heading if d.outcome == "always" else str(d.pool)
+        content = d.entry.get("content")
         text = "" if content is None else str(content)
         sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
     return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())
