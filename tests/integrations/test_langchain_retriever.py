@@ -134,6 +134,26 @@ def test_returned_documents_keep_id_text_and_metadata() -> None:
         assert extra == original.metadata
 
 
+class _TracedDocument(Document):
+    """A user's own Document class, with a field of its own."""
+
+    trace_id: str = ""
+
+
+def test_a_returned_document_is_a_copy_of_its_stored_one_which_stays_untouched() -> None:
+    stored = [_TracedDocument(page_content=d.page_content, id=d.id, metadata=dict(d.metadata),
+                              trace_id=f"t-{d.id}") for d in make_store()]
+    before = copy.deepcopy(stored)
+    got = PoolSplitRetriever(documents=stored, pools=POOLS, now=NOW).invoke("deploy")
+    assert got
+    by_id = {d.id: d for d in stored}
+    for doc in got:
+        assert type(doc) is _TracedDocument and doc.trace_id == f"t-{doc.id}"
+        assert doc is not by_id[doc.id] and doc.metadata is not by_id[doc.id].metadata
+        assert "poolsplit_pool" in doc.metadata
+    assert stored == before  # no poolsplit_* key written into a stored Document
+
+
 def test_k_never_cuts_always_scope() -> None:
     docs = make_retriever(k=0).invoke("deploy")
     assert ids(docs) == ["fix-friday"]
