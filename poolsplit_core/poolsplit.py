@@ -260,7 +260,7 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_pattern", "options", "project", "reader", "tags", "words")
+    __slots__ = ("_finders", "options", "project", "reader", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
                  reader: Optional[WordReader] = None) -> None:
@@ -270,16 +270,20 @@ class _Query:
         self.reader = reader  # None: W(text), the default words
         # None: recency and similarity as the default scorer's (make_scorer options otherwise)
         self.options: Optional[ConfiguredScorer] = None
-        self._pattern: Optional[re.Pattern[str]] = None
+        self._finders: Optional[Tuple[Tuple[str, Callable[[str], Any]], ...]] = None
 
     @property
-    def pattern(self) -> re.Pattern[str]:
-        """The message's words as whole ``[a-z0-9]`` runs: finds W(text) & W(message)."""
-        if self._pattern is None:
-            self._pattern = re.compile(
-                r"(?<![a-z0-9])(?:" + "|".join(sorted(self.words)) + r")(?![a-z0-9])"
-            )
-        return self._pattern
+    def finders(self) -> Tuple[Tuple[str, Callable[[str], Any]], ...]:
+        """Each message word, and a search for it as a whole ``[a-z0-9]`` run.
+
+        A word that is not in a text at all (most of them) costs one substring
+        test; only one that is gets the search for a whole run.
+        """
+        if self._finders is None:
+            self._finders = tuple(
+                (word, re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])").search)
+                for word in sorted(self.words))
+        return self._finders
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]],
@@ -444,7 +448,9 @@ def _shared_words(text: str, query: _Query, label: str) -> int:
     With another word reader (:func:`make_scorer`), the words it reads in both.
     """
     if query.reader is None:
-        return len(set(query.pattern.findall(text.lower())))
+        lowered = text.lower()
+        return sum(1 for word, whole in query.finders
+                   if word in lowered and whole(lowered) is not None)
     return len(query.words.intersection(_read_words(query.reader, text, label)))
 
 
@@ -2906,6 +2912,13 @@ def _epoch_us(moment: datetime) -> int:
     return (moment - _EPOCH) // _MICROSECOND
 
 
+#: The times read from text, by text: a store's entries are read on every
+#: stateless call, and their ``created`` strings are the same from call to call.
+_PARSED: Dict[str, Optional[int]] = {}
+_PARSED_MAX = 1 << 16
+_UNREAD: Any = object()
+
+
 def _time_us(value: Any) -> Optional[int]:
     """``created`` as microseconds since the epoch (UTC); None when absent or unparseable.
 
@@ -2917,6 +2930,15 @@ def _time_us(value: Any) -> Optional[int]:
         return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
     if not isinstance(value, str):
         return None
+    parsed = _PARSED.get(value, _UNREAD)
+    if parsed is _UNREAD:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        parsed = _PARSED[value] = _parse_us(value)
+    return parsed
+
+
+def _parse_us(value: str) -> Optional[int]:
     text = value.strip()
     if _ISO_WRITTEN.fullmatch(text):  # isoformat()'s own shape: datetime reads it in C
         try:

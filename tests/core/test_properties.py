@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from poolsplit_core.poolsplit import (
     OUTCOMES,
+    _Query,
+    _shared_words,
     default_is_active,
     explain_pools,
     retrieve,
@@ -23,6 +25,7 @@ from tests.reference import (
     ref_retrieve,
     ref_retrieve_pools,
     sort_key,
+    words,
 )
 from tests.reference import resolve_now as ref_now
 
@@ -306,3 +309,20 @@ def test_explain_pools_decides_every_entry_once_by_the_spec_rules(
         # what this pool skipped and no later pool considered is decided here
         assert len([d for d in mine if d.outcome == "over_tokens"]) <= ledger.skipped_tokens
         assert len([d for d in mine if d.outcome == "over_entries"]) <= ledger.skipped_entries
+
+
+# Runs of a few letters and a digit (the Kelvin sign lowercases to "k"), and
+# message words cut from them: whole runs, and their starts, ends and middles.
+_RUNS = st.lists(st.text(st.sampled_from("ab1\u212a"), min_size=3, max_size=7), max_size=6)
+
+
+@given(runs=_RUNS, separator=st.sampled_from([" ", "-", "\u0130", "\n"]), data=st.data())
+def test_the_stateless_score_counts_the_message_words_the_text_holds_as_whole_runs(
+        runs, separator, data):
+    # The stateless path looks each message word up in the text, not the text's words.
+    text = separator.join(runs)
+    cuts = sorted({run[i:j] for run in runs for i in range(len(run))
+                   for j in range(i + 3, len(run) + 1)})
+    message = " ".join(data.draw(st.lists(st.sampled_from(cuts), max_size=4))) if cuts else ""
+    query = _Query(frozenset(words(message)), None, frozenset())
+    assert _shared_words(text, query, "") == len(words(text) & words(message))
