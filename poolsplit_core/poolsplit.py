@@ -2916,7 +2916,6 @@ def _epoch_us(moment: datetime) -> int:
 #: stateless call, and their ``created`` strings are the same from call to call.
 _PARSED: Dict[str, Optional[int]] = {}
 _PARSED_MAX = 1 << 16
-_UNREAD: Any = object()
 
 
 def _time_us(value: Any) -> Optional[int]:
@@ -2930,11 +2929,13 @@ def _time_us(value: Any) -> Optional[int]:
         return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
     if not isinstance(value, str):
         return None
-    parsed = _PARSED.get(value, _UNREAD)
-    if parsed is _UNREAD:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        parsed = _PARSED[value] = _parse_us(value)
+    try:
+        return _PARSED[value]
+    except KeyError:  # first read of this text (a lookup, not a test: another call may clear)
+        pass
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    parsed = _PARSED[value] = _parse_us(value)
     return parsed
 
 
