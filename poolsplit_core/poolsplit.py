@@ -1336,7 +1336,7 @@ class _Call:
 
     def _partial(self, entry: Mapping[str, Any], label: str) -> float:
         tags = _tag_set(entry.get("tags"), f"{label}: tags")
-        created_us = _time_us(entry.get("created"))
+        created_us = _time_us_kept(entry.get("created"))
         options = self.query.options
         recency = (_recency(created_us, self.now_us) if options is None else
                    options._recency(entry.get("type", "note"), created_us, self.now_us))
@@ -2912,12 +2912,6 @@ def _epoch_us(moment: datetime) -> int:
     return (moment - _EPOCH) // _MICROSECOND
 
 
-#: The times read from text, by text: a store's entries are read on every
-#: stateless call, and their ``created`` strings are the same from call to call.
-_PARSED: Dict[str, Optional[int]] = {}
-_PARSED_MAX = 1 << 16
-
-
 def _time_us(value: Any) -> Optional[int]:
     """``created`` as microseconds since the epoch (UTC); None when absent or unparseable.
 
@@ -2929,17 +2923,6 @@ def _time_us(value: Any) -> Optional[int]:
         return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
     if not isinstance(value, str):
         return None
-    try:
-        return _PARSED[value]
-    except KeyError:  # first read of this text (a lookup, not a test: another call may clear)
-        pass
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    parsed = _PARSED[value] = _parse_us(value)
-    return parsed
-
-
-def _parse_us(value: str) -> Optional[int]:
     text = value.strip()
     if _ISO_WRITTEN.fullmatch(text):  # isoformat()'s own shape: datetime reads it in C
         try:
@@ -2968,6 +2951,26 @@ def _parse_us(value: str) -> Optional[int]:
         return None
     seconds = days * 86400 + hour_ * 3600 + minute_ * 60 + second_ - offset * 60
     return seconds * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
+
+
+#: The times read from text, by text: a store's entries are read again on every
+#: stateless call, and their ``created`` strings are the same from call to call.
+_TIMES_READ: Dict[str, Optional[int]] = {}
+_TIMES_KEPT = 1 << 16
+
+
+def _time_us_kept(value: Any) -> Optional[int]:
+    """:func:`_time_us`, kept by text for the next call (up to 65,536 texts, then cleared)."""
+    if type(value) is not str:
+        return _time_us(value)
+    try:
+        return _TIMES_READ[value]
+    except KeyError:  # first read of this text (a lookup, not a test: another call may clear)
+        pass
+    if len(_TIMES_READ) >= _TIMES_KEPT:
+        _TIMES_READ.clear()
+    created_us = _TIMES_READ[value] = _time_us(value)
+    return created_us
 
 
 def _sort_text(entry: Mapping[str, Any], key: str) -> str:
