@@ -2957,20 +2957,20 @@ def _time_us(value: Any) -> Optional[int]:
 #: stateless call, and their ``created`` strings are the same from call to call.
 _TIMES_READ: Dict[str, Optional[int]] = {}
 _TIMES_KEPT = 1 << 16
+_UNREAD: Any = object()
 
 
 def _time_us_kept(value: Any) -> Optional[int]:
     """:func:`_time_us`, kept by text for the next call (up to 65,536 texts, then cleared)."""
     if type(value) is not str:
         return _time_us(value)
-    try:
-        return _TIMES_READ[value]
-    except KeyError:  # first read of this text (a lookup, not a test: another call may clear)
-        pass
-    if len(_TIMES_READ) >= _TIMES_KEPT:
-        _TIMES_READ.clear()
-    created_us = _TIMES_READ[value] = _time_us(value)
-    return created_us
+    # one lookup (not a test, then a read: another call may clear between the two)
+    created_us = _TIMES_READ.get(value, _UNREAD)
+    if created_us is _UNREAD:
+        if len(_TIMES_READ) >= _TIMES_KEPT:
+            _TIMES_READ.clear()
+        created_us = _TIMES_READ[value] = _time_us(value)
+    return cast(Optional[int], created_us)
 
 
 def _sort_text(entry: Mapping[str, Any], key: str) -> str:
