@@ -1,11 +1,14 @@
 """What a pure-Python word index must spend to be built, next to what PreparedStore spends.
 
-Run with ``make bench-build`` (or ``python benchmarks/build_floor.py [--size N]``).
-On the benchmark's store it times, in one run:
+Run with ``make bench-build`` (or ``python benchmarks/build_floor.py [--size N]
+[--profile NAME] [--engines numpy]``). On the benchmark's store (or a store
+profile of ``benchmarks/profiles.py``, read with its own word reader) it times,
+in one run:
 
 - ``read words``: W(content) of every entry, read with the core's own bulk
   reader (C-level steps only: lower, encode, translate, split, set
-  difference) -- the least any word index must do;
+  difference), or the profile's reader (``unicode_words`` for zh) -- the
+  least any word index must do;
 - ``fill one dict``: one dict lookup and one list append per (entry, word)
   pair, into a single dict, on the words already read -- the least an
   inverted index must do once the words are known;
@@ -30,8 +33,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchmarks.bench_retrieve import ENGINES, make_store  # noqa: E402
+from benchmarks.profiles import PROFILES  # noqa: E402
 from poolsplit_core.poolsplit import PreparedStore, _content, _word_sets  # noqa: E402
 
 
@@ -50,13 +55,19 @@ def seconds(fn) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--profile", choices=["benchmark", *PROFILES], default="benchmark")
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     args = parser.parse_args()
-    store = make_store(args.size)
+    profile = PROFILES.get(args.profile)
+    store = make_store(args.size) if profile is None else profile.make(args.size)
+    hooks = {} if profile is None else profile.hooks
+    reader = getattr(hooks.get("scorer"), "words", None)
     texts = [_content(entry) for entry in store]
     chars = sum(map(len, texts)) / len(texts)
 
     read: list = []
-    read_s = seconds(lambda: read.extend(_word_sets(texts)))
+    read_s = seconds(lambda: read.extend(
+        _word_sets(texts) if reader is None else map(reader, texts)))
     pairs = sum(map(len, read))
 
     def fill() -> None:
@@ -66,12 +77,12 @@ def main() -> int:
                 index[word].append(i)
 
     fill_s = seconds(fill)
-    builds = {engine: [seconds(lambda engine=engine: PreparedStore(store, engine=engine))
-                       for _ in range(3)] for engine in ENGINES}
+    builds = {engine: [seconds(lambda engine=engine: PreparedStore(store, engine=engine, **hooks))
+                       for _ in range(3)] for engine in args.engines}
 
     per_entry = 1e6 / args.size
-    print(f"{args.size} entries, {chars:.0f} characters and {pairs / args.size:.1f} distinct"
-          f" words each ({pairs:,} (entry, word) pairs)")
+    print(f"{args.profile}: {args.size} entries, {chars:.0f} characters and"
+          f" {pairs / args.size:.1f} distinct words each ({pairs:,} (entry, word) pairs)")
     print(f"  read words      {read_s:6.2f} s  ({read_s * per_entry:5.1f} us per entry)")
     print(f"  fill one dict   {fill_s:6.2f} s  ({fill_s * 1e9 / pairs:5.0f} ns per pair)")
     print(f"  floor (sum)     {read_s + fill_s:6.2f} s")
