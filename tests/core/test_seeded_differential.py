@@ -156,6 +156,9 @@ def check_prepared(rng, store):
     pools, context, now = s.near_tie_pools(rng), s.near_tie_context(rng), s.near_tie_now(rng)
     decisions, ledgers, loaded = expected(everything, pools, context, now, keep)
     assert rows(plain.decide(pools, context, now=now, extra=extra, include=include)) == loaded
+    # a partitioned store queried without its key: the stateless path, the same filters
+    assert rows(split_by_user.decide(pools, context, now=now, extra=extra,
+                                     include=include)) == loaded
     check_explanation(plain.explain_pools(pools, context, now=now, extra=extra, include=include),
                       everything, decisions, ledgers, keep)
 

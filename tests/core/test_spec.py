@@ -241,6 +241,18 @@ def test_default_scorer_missing_or_unparseable_created_counts_as_zero_days(creat
     assert score({"created": created}) == 5.0
 
 
+@pytest.mark.parametrize("created", [None, "yesterday", "2026-02-30", 20260101, ["2026"],
+                                     ago(30), datetime(2026, 3, 2)])
+def test_a_call_scores_created_as_the_scorer_does_on_every_call(created):
+    # The stateless path keeps the times it reads, by text, for the next call:
+    # the second call must read them as the first did (and a list, not a text, too).
+    entries = [{"id": "e", "created": created, "content": "deploy"}]
+    want = score(entries[0], {"message": "deploy"})
+    for _ in range(2):
+        decided = explain_pools(entries, [EVERYTHING], {"message": "deploy"}, now=NOW)
+        assert [d.score for d in decided.loaded()["all"]] == [want]
+
+
 def test_default_scorer_honours_utc_offsets():
     # 2026-03-31T20:00-04:00 is 2026-04-01T00:00Z: 0 days.
     assert score({"created": "2026-03-31T20:00:00-04:00"}) == 5.0
