@@ -5,6 +5,8 @@ Run with ``make bench-build`` (or ``python benchmarks/build_floor.py [--size N]
 profile of ``benchmarks/profiles.py``, read with its own word reader) it times,
 in one run:
 
+- ``read, dropped``: the same reading with each entry's words dropped as
+  read (reading alone, nothing kept);
 - ``read words``: W(content) of every entry, read with the core's own bulk
   reader (C-level steps only: lower, encode, translate, split, set
   difference), or the profile's reader (``unicode_words`` for zh) -- the
@@ -28,8 +30,9 @@ import gc
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -65,9 +68,13 @@ def main() -> int:
     texts = [_content(entry) for entry in store]
     chars = sum(map(len, texts)) / len(texts)
 
+    def reading() -> Any:
+        return _word_sets(texts) if reader is None else map(reader, texts)
+
+    # each entry's words read and dropped: reading alone, nothing kept
+    alone_s = seconds(lambda: deque(reading(), maxlen=0))
     read: list = []
-    read_s = seconds(lambda: read.extend(
-        _word_sets(texts) if reader is None else map(reader, texts)))
+    read_s = seconds(lambda: read.extend(reading()))
     pairs = sum(map(len, read))
 
     def fill() -> None:
@@ -83,6 +90,7 @@ def main() -> int:
     per_entry = 1e6 / args.size
     print(f"{args.profile}: {args.size} entries, {chars:.0f} characters and"
           f" {pairs / args.size:.1f} distinct words each ({pairs:,} (entry, word) pairs)")
+    print(f"  read, dropped   {alone_s:6.2f} s  ({alone_s * per_entry:5.1f} us per entry)")
     print(f"  read words      {read_s:6.2f} s  ({read_s * per_entry:5.1f} us per entry)")
     print(f"  fill one dict   {fill_s:6.2f} s  ({fill_s * 1e9 / pairs:5.0f} ns per pair)")
     print(f"  floor (sum)     {read_s + fill_s:6.2f} s")
