@@ -260,7 +260,7 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("_finders", "options", "project", "reader", "tags", "words")
+    __slots__ = ("options", "project", "reader", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
                  reader: Optional[WordReader] = None) -> None:
@@ -270,20 +270,6 @@ class _Query:
         self.reader = reader  # None: W(text), the default words
         # None: recency and similarity as the default scorer's (make_scorer options otherwise)
         self.options: Optional[ConfiguredScorer] = None
-        self._finders: Optional[Tuple[Tuple[str, Callable[[str], Any]], ...]] = None
-
-    @property
-    def finders(self) -> Tuple[Tuple[str, Callable[[str], Any]], ...]:
-        """Each message word, and a search for it as a whole ``[a-z0-9]`` run.
-
-        A word that is not in a text at all (most of them) costs one substring
-        test; only one that is gets the search for a whole run.
-        """
-        if self._finders is None:
-            self._finders = tuple(
-                (word, re.compile(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9])").search)
-                for word in sorted(self.words))
-        return self._finders
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]],
@@ -448,10 +434,27 @@ def _shared_words(text: str, query: _Query, label: str) -> int:
     With another word reader (:func:`make_scorer`), the words it reads in both.
     """
     if query.reader is None:
+        # A message word not in the text at all (most of them) costs one substring test.
         lowered = text.lower()
-        return sum(1 for word, whole in query.finders
-                   if word in lowered and whole(lowered) is not None)
+        return sum(1 for word in query.words if word in lowered and _holds_run(lowered, word))
     return len(query.words.intersection(_read_words(query.reader, text, label)))
+
+
+def _holds_run(lowered: str, word: str) -> bool:
+    """Whether ``word`` (a message word) is a whole ``[a-z0-9]`` run of ``lowered``.
+
+    Each place ``word`` occurs is checked for a run character on either side
+    (a plain search: a regex per message word costs more to compile than a
+    call spends reading its entries).
+    """
+    at, size = lowered.find(word), len(lowered)
+    while at >= 0:
+        end = at + len(word)
+        if ((at == 0 or lowered[at - 1] not in _ALNUM)
+                and (end == size or lowered[end] not in _ALNUM)):
+            return True
+        at = lowered.find(word, at + 1)
+    return False
 
 
 # W(text) is read with C-level steps only, since a build reads every entry:
