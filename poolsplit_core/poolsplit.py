@@ -1219,7 +1219,7 @@ class _Call:
         for i in self.active:
             entry = entries_[i]
             entry_type = entry.get("type", "note")
-            keyed = _hashable(entry_type)
+            keyed = type(entry_type) is str or _hashable(entry_type)
             if entry.get("scope") != "always":
                 if keyed:
                     self.contextual.setdefault(entry_type, []).append(i)
@@ -1328,14 +1328,15 @@ class _Call:
         An entry's label is built only to name it in an error: most entries
         never need one, and building it costs as much as scoring them.
         """
-        if i not in self.partial_scores:
+        partial = self.partial_scores.get(i)
+        if partial is None:
             entry = self.entries[i]
             try:
                 value = self._partial(entry, "")
             except (TypeError, ValueError):  # refused: again, this time naming the entry
                 value = self._partial(entry, _label(entry, i))
-            self.partial_scores[i] = _checked(value, entry, i)
-        return self.partial_scores[i]
+            partial = self.partial_scores[i] = _checked(value, entry, i)
+        return partial
 
     def _partial(self, entry: Mapping[str, Any], label: str) -> float:
         tags = _tag_set(entry.get("tags"), f"{label}: tags")
@@ -2870,13 +2871,16 @@ _ISO_WRITTEN = re.compile(
 )
 
 
+_STR_ONLY = frozenset((str,))
+
+
 def _tag_set(value: Any, what: str) -> FrozenSet[str]:
     if value is None:
         return frozenset()
     if isinstance(value, str):
         return frozenset((value,))
-    if type(value) in (list, tuple) and all(type(tag) is str for tag in value):
-        return frozenset(value)
+    if type(value) in (list, tuple) and _STR_ONLY.issuperset(map(type, value)):
+        return frozenset(value)  # the common case: a list or tuple of str
     if isinstance(value, Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"{what} must be a str or an iterable of str, got {type(value).__name__}")
     if iter(value) is value:  # a generator would be used up: the next call would differ
@@ -2922,10 +2926,12 @@ def _time_us(value: Any) -> Optional[int]:
     itself applies (a real calendar date, 00:00:00-23:59:59, an offset under
     24 hours): the same instant ``datetime`` would give, without building one.
     """
-    if isinstance(value, datetime):
-        return _epoch_us(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
-    if not isinstance(value, str):
-        return None
+    if type(value) is not str:  # (most are)
+        if isinstance(value, datetime):
+            return _epoch_us(value if value.tzinfo is not None else
+                             value.replace(tzinfo=timezone.utc))
+        if not isinstance(value, str):
+            return None
     text = value.strip()
     if _ISO_WRITTEN.fullmatch(text):  # isoformat()'s own shape: datetime reads it in C
         try:
