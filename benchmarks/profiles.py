@@ -68,6 +68,19 @@ class Profile:
         """``scorer=`` and ``token_counter=`` for the core's functions, stores and adapters."""
         return {"scorer": self.scorer, "token_counter": self.token_counter}
 
+    @property
+    def reference_hooks(self) -> dict[str, Any]:
+        """The same for the literal reference (``tests/reference.py``).
+
+        With the defaults, none: the reference scores and counts with its own
+        literal scorer and counter, not the core's. Another scorer (zh's
+        Unicode reader) has no literal version there: the reference calls the
+        core's, entry by entry, as it calls any custom scorer.
+        """
+        if self.scorer is default_scorer and self.token_counter is default_token_counter:
+            return {}
+        return self.hooks
+
 
 def _text(rng: random.Random, length: int, words: list[str], cum: list[float] | None) -> str:
     parts: list[str] = []
