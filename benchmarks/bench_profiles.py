@@ -84,8 +84,9 @@ def _overhead(name: str, call: Any, items: list[Any], core_t: list[float],
               core_a: list[list[str]], floor: Any, passing: Any, ident: Any) -> dict[str, Any]:
     """An adapter against the core plus what its returned objects cost to build, per query.
 
-    ``floor`` builds the same returned objects again from the stored ones
-    (copies of the stored Documents or nodes with their metadata), and
+    ``floor`` builds the same returned objects again from stored ones
+    (copies of the stored Documents or nodes with their metadata, from a
+    second set the adapter never reads, as cold as the adapter's), and
     ``passing`` hands that list back through the framework's own retriever
     call (a retriever that returns it as is): the least any adapter pays.
     Each query's three timings are taken together and its objects dropped
@@ -163,7 +164,10 @@ def _adapters(store: list[dict], profile: Profile, n: int,
             message, where = item
             return retriever.invoke(message, filter=where) if where else retriever.invoke(message)
 
-        stored_docs = {d.id: d for d in docs}
+        # The floor copies its own stored Documents, made alongside the adapter's and read
+        # only by it: the adapter's own were just read by the adapter, and a floor
+        # copying those would find them in the cache (a tenant's are cold in every call).
+        stored_docs = {d.id: d.model_copy(update={"metadata": dict(d.metadata)}) for d in docs}
 
         def lc_floor(got: list[Any]) -> list[Any]:
             # what the returned Documents cost to build from the stored ones, and nothing else
@@ -206,7 +210,8 @@ def _adapters(store: list[dict], profile: Profile, n: int,
                 r = bound.get(key) or bound.setdefault(key, base.with_filter(where))
             return r.retrieve(message)
 
-        stored_nodes = {node.node_id: node for node in nodes}
+        stored_nodes = {node.node_id: node.model_copy(update={"metadata": dict(node.metadata)})
+                        for node in nodes}  # the floor's own, as for LangChain's
 
         def li_floor(got: list[Any]) -> list[Any]:
             return [NodeWithScore(node=node.model_copy(update={"metadata": dict(node.metadata)}),
