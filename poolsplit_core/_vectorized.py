@@ -263,7 +263,7 @@ class VectorIndex(core._Index):
         if reader is None:
             sets: Iterable[Iterable[str]] = core._word_sets(texts)
         else:
-            sets = (core._read_words(reader, text, core._label(entries[i], i))
+            sets = (core._entry_words(reader, text, entries[i], i)
                     for text, i in zip(texts, positions))
         self.words_index = _Postings.build(sets, n)
         self.tags_index = _Postings.build((f.tags for f in chosen), n)

@@ -522,6 +522,7 @@ _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 # What the token counter counts as about one token each: CJK letters, and
 # CJK punctuation and full-width forms.
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}\u3000-\u303f\uff00-\uffef]")
+_CJK_CHARS = re.compile(_CJK_CHAR.pattern + "+")  # runs of them: one match a run, not a char
 _VARIATION_SELECTORS = frozenset(
     [*range(0x180B, 0x180E), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
 _CJK, _COMMON = "\x00cjk", ""  # the two classes of word characters that are not a script
@@ -691,7 +692,7 @@ def cjk_token_counter(text: str) -> int:
     """
     if text.isascii():
         return max(1, len(text) // 4)
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = sum(map(len, _CJK_CHARS.findall(text)))
     return max(1, cjk + (len(text) - cjk) // 4)
 
 
@@ -980,6 +981,18 @@ def _read_words(reader: WordReader, text: str, label: str) -> AbstractSet[str]:
             raise TypeError(f"{label}: the word reader must return a set of str,"
                             f" got {word!r} in it")
     return got
+
+
+def _entry_words(reader: WordReader, text: str, entry: Mapping[str, Any],
+                 i: int) -> AbstractSet[str]:
+    """:func:`_read_words` of a stored entry's text (a build reads every entry).
+
+    The entry's label is built only to name it when the words are refused.
+    """
+    try:
+        return _read_words(reader, text, "")
+    except TypeError:  # refused: again, this time naming the entry
+        return _read_words(reader, text, _label(entry, i))
 
 
 # --------------------------------------------------------------------------
@@ -2168,7 +2181,7 @@ class _Index:
             return facts
         for i, (f, entry) in enumerate(zip(facts, entries), start):
             if f.group is not None:
-                f.words = _read_words(reader, _content(entry), _label(entry, i))
+                f.words = _entry_words(reader, _content(entry), entry, i)
         return facts
 
     def build(self, entries: List[Mapping[str, Any]]) -> None:

@@ -107,8 +107,13 @@ def test_a_word_reader_returning_anything_but_a_set_of_str_is_refused_naming_the
     store = [{"id": "m-7", "content": "数据"}]
     with pytest.raises(TypeError, match=r"entry id='m-7': the word reader must return a set"):
         retrieve_pools(store, [Pool("p", 100, 5)], {"message": "x"}, scorer=scorer)
-    with pytest.raises(TypeError, match=r"entry id='m-7': the word reader must return a set"):
-        PreparedStore(store, scorer=scorer)
+    for engine in ("python", "numpy"):  # each engine's build names it too
+        with pytest.raises(TypeError,
+                           match=r"entry id='m-7': the word reader must return a set"):
+            PreparedStore(store, scorer=scorer, engine=engine)
+    # by its position in the store when it has no id
+    with pytest.raises(TypeError, match=r"entry at index 1: the word reader must return a set"):
+        PreparedStore([{"content": "x"}, {"content": "数据"}], scorer=scorer, engine="python")
     with pytest.raises(TypeError, match=r"context\['message'\]: the word reader"):
         scorer({"id": "a"}, {"message": "y"})
 

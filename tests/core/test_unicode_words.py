@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_core.poolsplit import (
+    _CJK_CHAR,
     _CJK_RUN,
     cjk_token_counter,
     default_token_counter,
@@ -125,6 +126,14 @@ def test_cjk_token_counter_counts_cjk_characters_as_one_token_each():
 @given(st.text(st.characters(max_codepoint=127)))
 def test_cjk_token_counter_is_the_default_counter_on_ascii(text):
     assert cjk_token_counter(text) == default_token_counter(text)
+
+
+@given(st.text(st.sampled_from([*ALPHABET, "\u3000", "\uff01", "\uffe5", "\U00020000"]),
+               max_size=60))
+def test_cjk_token_counter_counts_each_cjk_character_once(text):
+    # The oracle looks at one character at a time; the counter reads whole runs of them.
+    cjk = sum(1 for ch in text if _CJK_CHAR.fullmatch(ch))
+    assert cjk_token_counter(text) == max(1, cjk + (len(text) - cjk) // 4)
 
 
 @given(mixed)
