@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -326,3 +327,14 @@ def test_the_stateless_score_counts_the_message_words_the_text_holds_as_whole_ru
     message = " ".join(data.draw(st.lists(st.sampled_from(cuts), max_size=4))) if cuts else ""
     query = _Query(frozenset(words(message)), None, frozenset())
     assert _shared_words(text, query, "") == len(words(text) & words(message))
+
+
+@pytest.mark.parametrize("text, count", [
+    ("plan planning", 1),  # whole, then inside a longer run
+    ("plans plan plans", 1),  # whole only between two longer runs
+    ("planning replan plan", 1),  # whole only at the end
+    ("planning replan plans", 0),  # never whole
+])
+def test_a_message_word_counts_when_any_of_its_occurrences_is_a_whole_run(text, count):
+    query = _Query(frozenset({"plan"}), None, frozenset())
+    assert _shared_words(text, query, "") == count == len(words(text) & {"plan"})
