@@ -50,6 +50,27 @@ def test_the_written_shape_reads_as_the_reference_reads_it(text):
     assert _time_us(text) == _us(parse_time(text))
 
 
+# Shapes isoformat() does not write (a space for the T, no seconds, a Z, an offset
+# without its colon), with the same fields past their range: read field by field.
+other_shapes = st.builds(
+    lambda y, mo, d, sep, h, mi, s, off: f"{y:04d}-{mo}-{d}{sep}{h}:{mi}{s}{off}",
+    st.sampled_from([1, 1970, 2024, 9999]), _two(13), _two(31),
+    st.sampled_from([" ", "t", "T"]), _two(25), _two(61),
+    st.one_of(st.just(""), _two(61).map(lambda v: f":{v}")),
+    st.sampled_from(["", "Z", "+0530", "-23", " +01:00"]),
+)
+
+
+@given(other_shapes)
+@example("2024-01-01 23:59")  # the last minute of a day: each field at its top
+@example("2024-01-01 22:59:59")
+@example("2024-01-01 24:00")  # past the top: no instant
+@example("2024-01-01 23:60")
+@example("2024-01-01 12:00:60")
+def test_other_shapes_read_as_the_reference_reads_them_at_every_field_edge(text):
+    assert _time_us(text) == _us(parse_time(text))
+
+
 @given(st.text(alphabet="0123456789-:T .,+Zz", max_size=34))
 def test_any_other_text_reads_as_the_reference_reads_it(text):
     assert _time_us(text) == _us(parse_time(text))
