@@ -286,10 +286,10 @@ def bench(profile: Profile, n: int, count: int, with_peers: bool) -> dict[str, A
     # list; how many queries they time follows how many entries a call reads (a
     # tenant's call reads 100 of the store's entries: all 40 queries are timed)
     kept = [(q, _kept(store, w)) for q, w in items]
-    reads = max(map(len, (entries for _, entries in kept)))
-    ref_count = 2 if reads >= 100_000 else (5 if reads >= 10_000 else 10 if reads >= 1_000
-                                            else len(kept))
-    core_count = 5 if reads >= 100_000 else (15 if reads >= 1_000 else len(kept))
+    reads = max(len(entries) for _, entries in kept)
+    # (a call reads at least this many entries, queries the reference times, the stateless core)
+    tiers = ((100_000, 2, 5), (10_000, 5, 15), (1_000, 10, 15), (0, len(kept), len(kept)))
+    ref_count, core_count = next((r, c) for least, r, c in tiers if reads >= least)
     hooks, literal = profile.hooks, profile.reference_hooks  # every path scores alike
     ref_t, ref_a = _time(lambda it: ref_retrieve_pools(it[1], POOLS, it[0], now=NOW, **literal),
                          kept[:ref_count])
