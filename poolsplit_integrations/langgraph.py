@@ -31,6 +31,25 @@ Freshness, in three rules:
    ``reconcile_interval``. :meth:`PoolSplitStore.refresh` does the full read
    now. :meth:`PoolSplitStore.explain_pools` reports the index's staleness.
 
+Safe with no option set:
+
+- **Every correction loads.** Pool-split reads run the core with
+  ``always_pool=True``: an active correction whose type no pool takes (or
+  with no type) loads all the same, under one more pool, ``"always"``.
+- **A bad item never takes a namespace down.** An item written around this
+  object (the bare store, another service, old data) that the core would
+  refuse, or that :mod:`poolsplit_core.checks` finds a problem in
+  (``strict=True``), is skipped from pool-split reads, logged once per
+  (namespace, key, problem) on the ``"poolsplit"`` logger and listed in
+  :attr:`StoreExplanation.skipped`; every other item still loads.
+- **Writes are strict.** ``put``/``aput``/``batch`` refuse such a value
+  before anything is written, naming namespace, key and field
+  (``strict=False``: only what the core itself refuses). A value of
+  ``None`` deletes the item, as LangGraph's ``BaseStore`` defines.
+- **Tenancy fails closed**, by one rule (see :class:`PoolSplitStore`): a
+  namespace whose items carry a ``user_id`` answers only a call that names
+  a user.
+
 The mapping from a store item to an entry is
 :func:`poolsplit_integrations._entries.item_to_entry` (table in its section
 and in the README). Reads made for pool-split pass ``refresh_ttl=False``: they
@@ -51,6 +70,7 @@ from poolsplit_integrations._extras import require
 require("langgraph.store.base", "langgraph")
 require("langchain_core", "langgraph")
 
+import logging
 import string
 import threading
 import time
@@ -58,7 +78,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, NoReturn
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -81,6 +101,7 @@ from langgraph.store.base import (
 )
 from pydantic import ConfigDict, Field, field_validator
 
+from poolsplit_core.checks import entry_problems
 from poolsplit_core.poolsplit import (
     Decision,
     Explanation,
@@ -91,18 +112,31 @@ from poolsplit_core.poolsplit import (
     default_token_counter,
 )
 from poolsplit_integrations._entries import (
+    USER_KEY,
     assemble,
     build_context,
+    carries_user,
+    check_filter,
     check_k,
     check_max_always_tokens,
     check_pools_arg,
+    check_required_keys,
+    check_strict,
+    check_user,
     item_entry_id,
     item_to_entry,
+    refuse_unbound,
     refuse_unknown,
     result_metadata,
 )
 
 __all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation"]
+
+logger = logging.getLogger("poolsplit")
+
+#: How many (namespace, key, problem) warnings a store remembers having
+#: given; past it, it forgets them all (a warning may then come again).
+WARNED_LIMIT = 10_000
 
 #: How far before the last ``updated_at`` seen a poll reads again: a write
 #: whose transaction started before another one committed may carry an older
@@ -147,45 +181,163 @@ def _redact(conn_string: str) -> str:
     return conn_string
 
 
+def _item_label(item: Item) -> str:
+    """How a problem names a store item: its namespace and key."""
+    return f"store item {tuple(item.namespace)!r} key {item.key!r}"
+
+
+def _strict_problems(entry: Mapping[str, Any], label: Callable[[], str]) -> list[str]:
+    """The problems :func:`poolsplit_core.checks.entry_problems` finds, each naming ``label()``.
+
+    The label is built only for an entry with a problem (a cold read checks
+    every item).
+    """
+    if not entry_problems(entry, ""):
+        return []
+    return entry_problems(entry, label())
+
+
+def _renamed(exc: BaseException, message: str) -> BaseException:
+    """A copy of ``exc`` (same type and attributes) whose message is ``message``."""
+    try:
+        new = type(exc).__new__(type(exc))
+        new.__dict__.update(vars(exc))
+        new.args = (message,)
+    except Exception:  # an exception type that cannot be copied this way keeps its message
+        return exc
+    return new
+
+
+@contextmanager
+def _naming(prefix: tuple[str, ...]) -> Iterator[None]:
+    """Make a TypeError or ValueError raised inside name the namespace ``prefix``."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        if repr(prefix) in str(exc):
+            raise
+        raise _renamed(exc, f"namespace {prefix!r}: {exc}") from exc
+
+
+class _Skipped(NamedTuple):
+    """An item pool-split reads leave out, and why."""
+
+    item: Item
+    entry: dict[str, Any] | None  # None: the value is not a mapping
+    problems: tuple[str, ...]
+
+
 class _View:
     """The prepared index of one namespace (prefix), as last read from the store."""
 
     # invariants: 1) ``prepared`` holds one entry per item under ``prefix`` as
-    # last read, its id item_entry_id(namespace, key, prefix); 2) ``items`` maps
-    # each such id to that Item; 3) ``watermark`` is the newest updated_at a
-    # read of the namespace (cold, poll or reconcile) returned -- never that of
-    # this object's own writes, which would hide another process's write
-    # stamped earlier but not yet polled.
+    # last read that has no problem (PoolSplitStore._problems), its id
+    # item_entry_id(namespace, key, prefix); 2) ``items`` maps each such id to
+    # that Item, ``skipped`` each other item's id to a _Skipped -- no id is in
+    # both; 3) ``users`` holds the ids of both whose entry carries a user_id;
+    # 4) ``watermark`` is the newest updated_at a read of the namespace (cold,
+    # poll or reconcile) returned -- never that of this object's own writes,
+    # which would hide another process's write stamped earlier but not yet
+    # polled.
 
-    def __init__(self, prefix: tuple[str, ...], prepared: PreparedStore, now: float) -> None:
+    def __init__(self, owner: PoolSplitStore, prefix: tuple[str, ...], prepared: PreparedStore,
+                 now: float) -> None:
+        self.owner = owner
         self.prefix = prefix
         self.prepared = prepared
         self.items: dict[Any, Item] = {}
+        self.skipped: dict[Any, _Skipped] = {}
+        self.users: set[Any] = set()
         self.watermark: datetime | None = None
         self.polled = now  # monotonic time of the last poll or full read
         self.reconciled = now  # monotonic time of the last full read
+
+    def last_read(self, entry_id: Any) -> Item | None:
+        """The item this id had when last read, kept or skipped (None: not held)."""
+        held = self.items.get(entry_id)
+        if held is None and entry_id in self.skipped:
+            return self.skipped[entry_id].item
+        return held
 
     def apply(self, item: Item, *, polled: bool = True) -> None:
         """Put one item read from the store into the index (upsert in place, or append).
 
         ``polled``: the item came from a read of the namespace, so it may move
         the watermark (an item read back after this object's own write may not).
+        An item with a problem is skipped instead, and its older copy dropped.
         """
-        entry = item_to_entry(item.namespace, item.key, item.value,
-                              created_at=item.created_at, read_from=self.prefix)
-        entry_id = entry["id"]
-        old = self.items.get(entry_id)
+        entry_id = item_entry_id(item.namespace, item.key, self.prefix)
         if polled and (self.watermark is None or item.updated_at > self.watermark):
             self.watermark = item.updated_at
-        if old is not None and old.updated_at == item.updated_at and old.value == item.value:
+        if _unchanged(self.last_read(entry_id), item):
             return  # unchanged (a store may stamp two writes in one second alike)
-        self.prepared.upsert(entry)
-        self.items[entry_id] = item
+        entry, problems = self.owner._problems(item, self.prefix)
+        if entry is not None and not problems:
+            try:
+                self.prepared.upsert(entry)
+            except (TypeError, ValueError) as exc:  # the core refuses it
+                problems = (f"{_item_label(item)}: {exc}",)
+            else:
+                self.skipped.pop(entry_id, None)
+                self.items[entry_id] = item
+                self._own(entry_id, entry)
+                return
+        self.remove(entry_id)
+        self.skip(entry_id, _Skipped(item, entry, problems))
+
+    def skip(self, entry_id: Any, skipped: _Skipped) -> None:
+        """Hold ``skipped`` out of the index (as read; the id is in no other map)."""
+        self.skipped[entry_id] = skipped
+        self._own(entry_id, skipped.entry)
+        self.owner._report(self.prefix, skipped)
 
     def remove(self, entry_id: Any) -> None:
         if entry_id in self.items:
             self.prepared.delete(entry_id)
             del self.items[entry_id]
+        self.skipped.pop(entry_id, None)
+        self.users.discard(entry_id)
+
+    def _own(self, entry_id: Any, entry: Mapping[str, Any] | None) -> None:
+        if entry is not None and carries_user(entry):
+            self.users.add(entry_id)
+        else:
+            self.users.discard(entry_id)
+
+
+def _unchanged(old: Item | None, item: Item) -> bool:
+    """Whether ``item`` is ``old`` as read before: same ``updated_at``, same value."""
+    return old is not None and old.updated_at == item.updated_at and old.value == item.value
+
+
+class _Read(NamedTuple):
+    """One pool-split read of a namespace: the caught-up view and the store's corrections now."""
+
+    view: _View
+    live_items: list[SearchItem]  # the corrections that load, as Items ...
+    live: list[dict[str, Any]]  # ... and as entries, in the same order
+    refused: dict[Any, _Skipped]  # the corrections read now that have a problem, by id
+
+    def carries_user(self) -> bool:
+        """Whether any item read carries a ``user_id`` (skipped ones too)."""
+        return (bool(self.view.users) or any(map(carries_user, self.live))
+                or any(s.entry is not None and carries_user(s.entry)
+                       for s in self.refused.values()))
+
+    def skipped(self, keep: Callable[[Mapping[str, Any]], bool] | None
+                ) -> tuple[tuple[Any, str], ...]:
+        """``(id, problem)`` of each skipped item that ``keep`` accepts (all for None).
+
+        An item whose value is not a mapping is listed only when ``keep`` is None;
+        a correction the index still holds skipped but the store now holds fixed
+        (it loads, read live) is not.
+        """
+        loading = {entry["id"] for entry in self.live}
+        held = {**{entry_id: s for entry_id, s in self.view.skipped.items()
+                   if entry_id not in loading}, **self.refused}
+        return tuple((entry_id, problem) for entry_id, s in held.items()
+                     if keep is None or (s.entry is not None and keep(s.entry))
+                     for problem in s.problems)
 
 
 @dataclass(frozen=True)
@@ -197,6 +349,11 @@ class StoreExplanation:
     ago the index last caught up with the store (0.0 right after a refresh):
     other processes' writes since then may be missing, except corrections,
     which ``always_read_live`` counts (read from the store for this query).
+    ``skipped`` lists the items left out because of a problem, one
+    ``(key, problem)`` pair per problem (the key of an item in a deeper
+    namespace is its entry id: the labels below ``namespace``, then the key);
+    each problem names the item's namespace, key and field. Under a filter,
+    only the skipped items the filter would keep are listed.
     """
 
     explanation: Explanation
@@ -205,6 +362,7 @@ class StoreExplanation:
     refresh_interval: float
     reconcile_interval: float
     always_read_live: int
+    skipped: tuple[tuple[Any, str], ...] = ()
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
@@ -246,16 +404,43 @@ class PoolSplitStore(BaseStore):
             got = store.retrieve_pools(("memories", "ana"), pools, {"message": msg})
             # {"corrections": [Item, ...], "work": [...], ...}
 
+    Key init args:
+        store: the LangGraph store to wrap.
+        strict: refuse a write whose value :mod:`poolsplit_core.checks` finds
+            a problem in (default True); ``False`` refuses only what the core
+            itself would (a value that is not a mapping, ``tags`` that are
+            not strings...). Pool-split reads skip the same items.
+        require_filter_keys: the keys a pool-split read's filter must hold.
+            ``None`` (default): ``("user_id",)`` as soon as an item read
+            carries a ``user_id``; ``()`` states a shared store.
+        refresh_interval, reconcile_interval: seconds (module docstring).
+
     Every ``BaseStore`` call (``get``, ``search``, ``list_namespaces``,
     ``batch``, their async twins, and ``put``/``delete`` with ``ttl`` where
     the wrapped store takes it) goes to the wrapped store and returns what it
-    returns. Attributes it lacks (``setup()``, ``conn``, ``sweep_ttl``...)
-    are the wrapped store's.
+    returns; ``put`` of ``None`` (and a ``PutOp`` whose value is None)
+    deletes, as ``BaseStore`` defines. Attributes it lacks (``setup()``,
+    ``conn``, ``sweep_ttl``...) are the wrapped store's.
 
-    A value that is not a mapping, or that the core would refuse (say
-    ``tags`` that are not strings), is refused before anything is written,
-    naming the namespace and key. The module docstring states the freshness
-    rules; ``refresh_interval`` and ``reconcile_interval`` are in seconds.
+    Writes: a value that is not a mapping, that the core would refuse, or
+    (``strict``) that has a problem is refused before anything is written,
+    naming the namespace, key and field; a batch is checked whole first.
+    Reads: an item with such a problem that reached the store another way
+    is skipped from pool-split reads, logged once and listed in
+    :attr:`StoreExplanation.skipped`. Pool-split reads run the core with
+    ``always_pool=True`` unless told otherwise, so every active correction
+    loads (under the pool ``"always"`` when no pool takes its type).
+
+    Tenancy, one rule: when any item a pool-split read finds under the
+    namespace carries a ``user_id`` (skipped items too), the call must name a
+    user -- ``filter={"user_id": ...}`` on :meth:`retrieve_pools` and
+    :meth:`explain_pools`, or a :class:`PoolSplitStoreRetriever` whose
+    namespace template holds ``{user_id}`` -- else a ValueError, unless the
+    store was built with ``require_filter_keys=()``. A named user sees only
+    the items whose ``user_id`` is theirs; in a namespace named by the
+    template, items without a ``user_id`` are that user's too. A ``user_id``
+    must be a non-empty, non-blank str.
+
     Sync and async writes both keep the index current; pool-split reads are
     synchronous and need a wrapped store whose sync calls work.
     """
@@ -270,6 +455,8 @@ class PoolSplitStore(BaseStore):
         is_active: Callable[[Mapping[str, Any]], bool] = default_is_active,
         page_size: int = 1000,
         clock: Callable[[], float] = time.monotonic,
+        strict: bool = True,
+        require_filter_keys: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
@@ -284,6 +471,8 @@ class PoolSplitStore(BaseStore):
             )
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+        self.strict = check_strict(strict)
+        self.require_filter_keys = check_required_keys(require_filter_keys)
         self.store = store
         self.refresh_interval = float(refresh_interval)
         self.reconcile_interval = float(reconcile_interval)
@@ -295,18 +484,22 @@ class PoolSplitStore(BaseStore):
         self.ttl_config = store.ttl_config
         self._views: dict[tuple[str, ...], _View] = {}
         self._lock = threading.RLock()
+        #: The (namespace, key, problem) triples of skipped items already logged.
+        self._warned: set[tuple[tuple[str, ...], str, str]] = set()
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, *, setup: bool = True,
+    def from_conn_string(cls, conn_string: str, *, setup: bool = True, strict: bool = True,
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
         ``setup`` creates LangGraph's store tables if needed (its own
-        migrations); ``options`` are :class:`PoolSplitStore`'s. A server that
-        cannot be reached raises a ConnectionError naming it (password hidden).
-        Needs ``pip install 'poolsplit[postgres]'``.
+        migrations); ``strict`` and the other ``options`` are
+        :class:`PoolSplitStore`'s. A server that cannot be reached raises a
+        ConnectionError naming it (password hidden). Needs
+        ``pip install 'poolsplit[postgres]'``.
         """
+        check_strict(strict)  # before a connection is opened
         postgres = require("langgraph.store.postgres", "postgres")
         with ExitStack() as stack:
             try:
@@ -319,7 +512,7 @@ class PoolSplitStore(BaseStore):
                         f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
                     ) from exc
                 raise
-            yield cls(inner, **options)
+            yield cls(inner, strict=strict, **options)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -332,7 +525,11 @@ class PoolSplitStore(BaseStore):
     # ----------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` on the wrapped store, then bring the index up to date with its writes."""
+        """Run ``ops`` on the wrapped store, then bring the index up to date with its writes.
+
+        Every ``PutOp`` is checked before any op runs (one error naming each
+        problem: nothing is written); a ``PutOp`` whose value is None deletes.
+        """
         listed = list(ops)
         self._check_ops(listed)
         results = self.store.batch(listed)
@@ -359,12 +556,18 @@ class PoolSplitStore(BaseStore):
         return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
                                  offset=offset, refresh_ttl=refresh_ttl)
 
-    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
             index: Literal[False] | list[str] | None = None, *,
             ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
-        """The wrapped store's ``put``; the index has the item when it returns."""
-        self._check_value(namespace, key, value, "put()")
-        self.store.put(namespace, key, value, index, ttl=ttl)
+        """The wrapped store's ``put``; the index has the item when it returns.
+
+        ``value=None`` deletes the item, as ``BaseStore`` defines (the index
+        drops it); any other value is checked first (see the class docstring).
+        """
+        if value is not None:
+            self._check_writes([(namespace, key, value, "put()")])
+        # BaseStore.put makes a PutOp of any value, and a PutOp of None deletes.
+        self.store.put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
         self._written([(tuple(namespace), str(key))])
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
@@ -391,12 +594,13 @@ class PoolSplitStore(BaseStore):
         return await self.store.asearch(namespace_prefix, query=query, filter=filter,
                                         limit=limit, offset=offset, refresh_ttl=refresh_ttl)
 
-    async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+    async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
                    index: Literal[False] | list[str] | None = None, *,
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
-        """The wrapped store's ``aput``; the index has the item when it returns."""
-        self._check_value(namespace, key, value, "aput()")
-        await self.store.aput(namespace, key, value, index, ttl=ttl)
+        """The wrapped store's ``aput``; the index has the item when it returns (None deletes)."""
+        if value is not None:
+            self._check_writes([(namespace, key, value, "aput()")])
+        await self.store.aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
         await self._awritten([(tuple(namespace), str(key))])
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
@@ -423,8 +627,10 @@ class PoolSplitStore(BaseStore):
         pools: Sequence[Pool],
         context: Mapping[str, Any] | None = None,
         *,
+        filter: Mapping[str, Any] | None = None,
         now: datetime | None = None,
         max_always_tokens: int | None = None,
+        always_pool: bool = True,
     ) -> dict[str, list[Item]]:
         """The items each pool loads for ``context``, from the items under ``namespace``.
 
@@ -437,13 +643,22 @@ class PoolSplitStore(BaseStore):
         >>> [item.key for item in got["all"]]
         ['fix', 't1']
 
-        Every item whose namespace starts with ``namespace`` takes part. The
-        answer is the core's ``retrieve_pools`` over those items mapped to
-        entries (:meth:`entries` lists them, in the order the core saw them),
-        with corrections read from the store for this call. Returns the
-        store's ``Item`` objects (``.value``, ``.key``, ``.namespace``).
+        Every item whose namespace starts with ``namespace`` takes part,
+        except the skipped ones (class docstring). The answer is the core's
+        ``retrieve_pools`` over those items mapped to entries (:meth:`entries`
+        lists them, in the order the core saw them), with corrections read
+        from the store for this call. Returns the store's ``Item`` objects
+        (``.value``, ``.key``, ``.namespace``).
+
+        ``filter`` keeps only the items whose value holds each of its keys
+        with an equal value, corrections included, before pool-split runs (it
+        only narrows); it must name a user when the namespace's items carry a
+        ``user_id`` (the class docstring's tenancy rule). ``always_pool``
+        (default True) loads every active correction no pool's types take
+        under one more pool, ``"always"`` (present only when it loads one).
         """
-        decided, items = self._decide(namespace, pools, context, now, max_always_tokens)
+        decided, items = self._decide(namespace, pools, context, now, max_always_tokens,
+                                      filter=filter, always_pool=always_pool)
         return {name: [items[d.index] for d in picked] for name, picked in decided.items()}
 
     def explain_pools(
@@ -452,38 +667,51 @@ class PoolSplitStore(BaseStore):
         pools: Sequence[Pool],
         context: Mapping[str, Any] | None = None,
         *,
+        filter: Mapping[str, Any] | None = None,
         now: datetime | None = None,
         max_always_tokens: int | None = None,
+        always_pool: bool = True,
     ) -> StoreExplanation:
-        """Why each item under ``namespace`` was or was not loaded, and how fresh the index was."""
+        """Why each item under ``namespace`` was or was not loaded, how fresh the index was.
+
+        Same arguments, filter and refusals as :meth:`retrieve_pools`; the
+        items skipped for a problem are in :attr:`StoreExplanation.skipped`.
+        """
         prefix = _check_namespace(namespace)
-        checked = check_pools_arg(pools)
-        with self._lock:
-            view, _, live = self._read(prefix)
-            got = view.prepared.explain_pools(
-                checked, context, now=now, extra=live, include=_not_replaced_by(live),
-                max_always_tokens=check_max_always_tokens(max_always_tokens))
-            staleness = self.clock() - view.polled
+        with _naming(prefix):
+            checked = check_pools_arg(pools)
+            limit = check_max_always_tokens(max_always_tokens)
+            asked = self._asked(prefix, filter, None)
+            with self._lock:
+                read = self._read(prefix)
+                where, include, keep = self._tenancy(prefix, read, asked, None)
+                got = read.view.prepared.explain_pools(
+                    checked, context, now=now, extra=read.live, where=where, include=include,
+                    max_always_tokens=limit, always_pool=always_pool)
+                staleness = self.clock() - read.view.polled
+                skipped = read.skipped(keep)
         return StoreExplanation(got, prefix, staleness, self.refresh_interval,
-                                self.reconcile_interval, len(live))
+                                self.reconcile_interval, len(read.live), skipped)
 
     def entries(self, namespace: tuple[str, ...]) -> list[Mapping[str, Any]]:
         """The entries a pool-split read of ``namespace`` would give the core now, in order.
 
         The indexed items other than corrections, then the corrections as the
-        store holds them this moment.
+        store holds them this moment; skipped items are not among them. No
+        filter applies (this lists every user's entries: it is for checking,
+        as the store's own ``search`` is).
         """
         prefix = _check_namespace(namespace)
         with self._lock:
-            view, _, live = self._read(prefix)
-            keep = _not_replaced_by(live)
-            return [*(entry for entry in view.prepared.entries if keep(entry)), *live]
+            read = self._read(prefix)
+            keep = _not_replaced_by(read.live, read.refused)
+            return [*(entry for entry in read.view.prepared.entries if keep(entry)), *read.live]
 
     def refresh(self, namespace: tuple[str, ...] | None = None) -> None:
         """Read ``namespace`` (default: every namespace read so far) in full from the store now.
 
         Afterwards the index holds exactly what the store holds: new and
-        changed items in, deleted ones out.
+        changed items in, deleted ones out (items with a problem held out).
         """
         with self._lock:
             prefixes = list(self._views) if namespace is None else [_check_namespace(namespace)]
@@ -505,39 +733,163 @@ class PoolSplitStore(BaseStore):
         context: Mapping[str, Any] | None,
         now: datetime | None,
         max_always_tokens: int | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        bound: str | None = None,
+        always_pool: bool = True,
     ) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
-        """The loaded Decisions per pool, and each one's Item by the Decision's index."""
+        """The loaded Decisions per pool, and each one's Item by the Decision's index.
+
+        ``bound``: the user a namespace template named (see :meth:`_tenancy`).
+        """
         prefix = _check_namespace(namespace)
-        checked = check_pools_arg(pools)
-        limit = check_max_always_tokens(max_always_tokens)
-        with self._lock:
-            view, live_items, live = self._read(prefix)
-            decided = view.prepared.decide(checked, context, now=now, extra=live,
-                                           include=_not_replaced_by(live),
-                                           max_always_tokens=limit)
-            stored = len(view.prepared)
-            items = {d.index: view.items[d.entry["id"]] if d.index < stored
-                     else live_items[d.index - stored]
-                     for picked in decided.values() for d in picked}
+        with _naming(prefix):
+            checked = check_pools_arg(pools)
+            limit = check_max_always_tokens(max_always_tokens)
+            asked = self._asked(prefix, filter, bound)
+            with self._lock:
+                read = self._read(prefix)
+                where, include, _ = self._tenancy(prefix, read, asked, bound)
+                view = read.view
+                decided = view.prepared.decide(checked, context, now=now, extra=read.live,
+                                               where=where, include=include,
+                                               max_always_tokens=limit, always_pool=always_pool)
+                stored = len(view.prepared)
+                items = {d.index: view.items[d.entry["id"]] if d.index < stored
+                         else read.live_items[d.index - stored]
+                         for picked in decided.values() for d in picked}
         return decided, items
 
-    def _read(
-        self, prefix: tuple[str, ...]
-    ) -> tuple[_View, list[SearchItem], list[dict[str, Any]]]:
+    def _asked(self, prefix: tuple[str, ...], filter: Any,
+               bound: str | None) -> dict[str, Any] | None:
+        """The call's filter, checked before anything is read.
+
+        A ``user_id`` in it must name a user, and the user the namespace
+        template named if there is one: a filter only narrows.
+        """
+        asked = check_filter(filter)
+        if asked is not None and USER_KEY in asked:
+            user = check_user(asked[USER_KEY], f"namespace {prefix!r}: filter")
+            if bound is not None and user != bound:
+                raise ValueError(
+                    f"namespace {prefix!r} is {USER_KEY}={bound!r}'s (its template names the"
+                    f" user); a filter cannot change it to {user!r} (filters only narrow)"
+                )
+        return asked
+
+    def _tenancy(
+        self, prefix: tuple[str, ...], read: _Read, asked: dict[str, Any] | None,
+        bound: str | None,
+    ) -> tuple[dict[str, Any] | None, Callable[[Mapping[str, Any]], bool],
+               Callable[[Mapping[str, Any]], bool] | None]:
+        """Fail closed, then the call's ``where``, ``include`` and skipped-item test.
+
+        The one rule: the keys a call's filter must hold are
+        ``require_filter_keys`` when given, else ``("user_id",)`` when any item
+        read carries one. ``bound`` (a namespace template's user) names the
+        user: items whose ``user_id`` is absent, None or ``bound`` are theirs.
+        """
+        required = self.require_filter_keys
+        if required is None:
+            required = (USER_KEY,) if read.carries_user() else ()
+        where = dict(asked or {})
+        if bound is not None:
+            where.pop(USER_KEY, None)  # the template's user, already checked against it
+        elif USER_KEY in required and USER_KEY not in where:
+            raise ValueError(
+                f"namespace {prefix!r}: its items carry {USER_KEY!r} and this read names no"
+                f" user: pass filter={{'{USER_KEY}': '<user>'}}, or read it through a"
+                f" PoolSplitStoreRetriever whose namespace template holds '{{{USER_KEY}}}';"
+                " build the store with require_filter_keys=() to serve a shared namespace to"
+                " every caller"
+            )
+        refuse_unbound(where, [key for key in required if key != USER_KEY or bound is None],
+                       owner=f"a pool-split read of namespace {prefix!r}")
+        fresh = _not_replaced_by(read.live, read.refused)
+        if bound is None:
+            include = fresh
+        else:
+            def include(entry: Mapping[str, Any]) -> bool:
+                return fresh(entry) and entry.get(USER_KEY) in (None, bound)
+
+        def keep(entry: Mapping[str, Any]) -> bool:  # a skipped item is listed to its user
+            return (all(key in entry and entry[key] == value for key, value in where.items())
+                    and (bound is None or entry.get(USER_KEY) in (None, bound)))
+
+        listed = None if not where and bound is None else keep
+        return where or None, include, listed
+
+    def _read(self, prefix: tuple[str, ...]) -> _Read:
         """The view, caught up as the intervals ask, and the store's corrections now.
 
-        The corrections come as Items and as entries, in the same order.
+        A correction with a problem is held out (and logged) like any item;
+        one unchanged since the index read it is not checked again.
         """
         view = self._views.get(prefix)
         if view is None:
             view = self._load(prefix)
         else:
             self._catch_up(view)
-        live_items = self._search_all(prefix, {"scope": "always"})
-        live = [item_to_entry(item.namespace, item.key, item.value,
-                              created_at=item.created_at, read_from=prefix)
-                for item in live_items]
-        return view, live_items, live
+        live_items: list[SearchItem] = []
+        live: list[dict[str, Any]] = []
+        refused: dict[Any, _Skipped] = {}
+        for item in self._search_all(prefix, {"scope": "always"}):
+            entry_id = item_entry_id(item.namespace, item.key, prefix)
+            before = view.skipped.get(entry_id)
+            entry: dict[str, Any] | None
+            problems: tuple[str, ...]
+            if _unchanged(view.items.get(entry_id), item):
+                entry, problems = item_to_entry(item.namespace, item.key, item.value,
+                                                created_at=item.created_at,
+                                                read_from=prefix), ()
+            elif before is not None and _unchanged(before.item, item):
+                entry, problems = before.entry, before.problems
+            else:
+                entry, problems = self._problems(item, prefix, trial=True)
+                if problems:
+                    self._report(prefix, _Skipped(item, entry, problems))
+            if entry is None or problems:
+                refused[entry_id] = _Skipped(item, entry, problems)
+            else:
+                live_items.append(item)
+                live.append(entry)
+        return _Read(view, live_items, live, refused)
+
+    def _problems(self, item: Item, prefix: tuple[str, ...], *, trial: bool = False
+                  ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+        """An item read under ``prefix`` as an entry, and what keeps it out of pool-split reads.
+
+        A value that is not a mapping (no entry), then (``strict``) the
+        problems :mod:`poolsplit_core.checks` finds; with ``trial``, also the
+        core's refusal (otherwise found when the entry is indexed).
+        """
+        try:
+            entry = item_to_entry(item.namespace, item.key, item.value,
+                                  created_at=item.created_at, read_from=prefix)
+        except TypeError as exc:
+            return None, (str(exc),)
+        problems = _strict_problems(entry, lambda: _item_label(item)) if self.strict else []
+        if trial and not problems:
+            try:
+                PreparedStore([entry], token_counter=self.token_counter,
+                              is_active=self.is_active)
+            except (TypeError, ValueError) as exc:
+                problems = [f"{_item_label(item)}: {exc}"]
+        return entry, tuple(problems)
+
+    def _report(self, prefix: tuple[str, ...], skipped: _Skipped) -> None:
+        """Log each problem of a skipped item once per (namespace, key, problem)."""
+        item = skipped.item
+        for problem in skipped.problems:
+            seen = (tuple(item.namespace), item.key, problem)
+            if seen in self._warned:
+                continue
+            if len(self._warned) >= WARNED_LIMIT:
+                self._warned.clear()
+            self._warned.add(seen)
+            logger.warning("%s; PoolSplitStore skips it in pool-split reads of namespace %r"
+                           " (fix or delete the item; every other item still loads)",
+                           problem, prefix)
 
     def _search_all(self, prefix: tuple[str, ...],
                     filter: dict[str, Any] | None = None) -> list[SearchItem]:
@@ -573,19 +925,39 @@ class PoolSplitStore(BaseStore):
             raise
 
     def _load(self, prefix: tuple[str, ...]) -> _View:
-        """A cold read: every item under ``prefix``, prepared once."""
+        """A cold read: every item under ``prefix``, prepared once; items with a problem held out.
+
+        The core reads every entry in one build; only when it refuses one is
+        each entry tried alone, to hold out just the refused ones.
+        """
         items = self._search_all(prefix)
-        view = _View(prefix, PreparedStore(token_counter=self.token_counter,
-                                           is_active=self.is_active), self.clock())
-        entries = []
+        view = _View(self, prefix, PreparedStore(token_counter=self.token_counter,
+                                                 is_active=self.is_active), self.clock())
+        kept: list[tuple[Any, Item, dict[str, Any]]] = []
         for item in items:
-            entry = item_to_entry(item.namespace, item.key, item.value,
-                                  created_at=item.created_at, read_from=prefix)
-            entries.append(entry)
-            view.items[entry["id"]] = item
             if view.watermark is None or item.updated_at > view.watermark:
                 view.watermark = item.updated_at
-        view.prepared.rebuild(entries)
+            entry_id = item_entry_id(item.namespace, item.key, prefix)
+            entry, problems = self._problems(item, prefix)
+            if entry is None or problems:
+                view.skip(entry_id, _Skipped(item, entry, problems))
+            else:
+                kept.append((entry_id, item, entry))
+        try:
+            view.prepared.rebuild([entry for _, _, entry in kept])
+        except (TypeError, ValueError):  # the core refuses some entry: find each one
+            tried = [(entry_id, held, entry, self._problems(held, prefix, trial=True)[1])
+                     for entry_id, held, entry in kept]
+            for entry_id, held, entry, problems in tried:
+                if problems:
+                    view.skip(entry_id, _Skipped(held, entry, problems))
+            kept = [(entry_id, held, entry) for entry_id, held, entry, problems in tried
+                    if not problems]
+            view.prepared.rebuild([entry for _, _, entry in kept])
+        for entry_id, held, indexed in kept:
+            view.items[entry_id] = held
+            if carries_user(indexed):
+                view.users.add(entry_id)
         self._views[prefix] = view
         return view
 
@@ -634,27 +1006,49 @@ class PoolSplitStore(BaseStore):
         for item in items:
             view.apply(item)
             present.add(item_entry_id(tuple(item.namespace), item.key, view.prefix))
-        for entry_id in [i for i in view.items if i not in present]:
+        for entry_id in [i for i in (*view.items, *view.skipped) if i not in present]:
             view.remove(entry_id)
         view.polled = view.reconciled = started
 
-    def _check_value(self, namespace: Any, key: Any, value: Any, where: str) -> None:
-        """Refuse, before anything is written, a value the index could not hold."""
-        try:
-            entry = item_to_entry(tuple(namespace), str(key), value,
-                                  created_at=datetime.now(timezone.utc))
-        except TypeError as exc:
-            raise TypeError(f"{where}: {exc}") from exc
-        try:
-            PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{where}: store item {tuple(namespace)!r} key {key!r}: {exc}"
-                            ) from exc
+    def _check_writes(self, writes: Sequence[tuple[Any, Any, Any, str]]) -> None:
+        """Refuse, before anything is written, a value the index could not hold or, strict, bad.
+
+        ``writes`` are ``(namespace, key, value, where)``, ``where`` naming the
+        call (``"put()"``, ``"batch() op 3"``). A value that is not a mapping
+        is a TypeError, one the core refuses its TypeError or ValueError (the
+        first such value); then, with ``strict``, one ValueError names every
+        problem :mod:`poolsplit_core.checks` finds in any of them.
+        """
+        created = datetime.now(timezone.utc)
+        problems: list[str] = []
+        for namespace, key, value, where in writes:
+            try:
+                entry = item_to_entry(tuple(namespace), str(key), value, created_at=created)
+            except TypeError as exc:
+                raise TypeError(f"{where}: {exc}") from exc
+
+            def label(where: str = where, namespace: Any = namespace, key: Any = key) -> str:
+                return f"{where}: store item {tuple(namespace)!r} key {key!r}"
+
+            try:
+                PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{label()}: {exc}") from exc
+            if self.strict:
+                problems += _strict_problems(entry, label)
+        if problems:
+            count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+            raise ValueError(
+                f"PoolSplitStore(strict=True) wrote nothing: {count}:\n"
+                + "\n".join(f"  {problem}" for problem in problems)
+                + "\nFix each value (build the store with strict=False to write values the"
+                " core reads leniently, e.g. scope='Always' as contextual)"
+            )
 
     def _check_ops(self, ops: list[Op]) -> None:
-        for i, op in enumerate(ops):
-            if isinstance(op, PutOp) and op.value is not None:
-                self._check_value(op.namespace, op.key, op.value, f"batch() op {i}")
+        self._check_writes([(op.namespace, op.key, op.value, f"batch() op {i}")
+                            for i, op in enumerate(ops)
+                            if isinstance(op, PutOp) and op.value is not None])
 
     def _targets(self, written: Iterable[tuple[tuple[str, ...], str]]
                  ) -> list[tuple[tuple[str, ...], str]]:
@@ -695,13 +1089,16 @@ def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:
     return [(tuple(op.namespace), str(op.key)) for op in ops if isinstance(op, PutOp)]
 
 
-def _not_replaced_by(live: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], bool]:
+def _not_replaced_by(live: Sequence[Mapping[str, Any]], refused: Iterable[Any] = ()
+                     ) -> Callable[[Mapping[str, Any]], bool]:
     """Keep an indexed entry unless it is a correction or the store now holds it as one.
 
     Corrections come from the live read alone, so a correction deleted or
-    changed by another process is never loaded from the index's older copy.
+    changed by another process is never loaded from the index's older copy;
+    nor is one the store now holds with a problem (``refused``: their ids).
     """
     replaced = {entry["id"] for entry in live}
+    replaced.update(refused)
     fresh = {id(entry) for entry in live}  # the live entries themselves (include sees them too)
 
     def keep(entry: Mapping[str, Any]) -> bool:
@@ -717,13 +1114,20 @@ def _not_replaced_by(live: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str
 # --------------------------------------------------------------------------
 
 # Keyword arguments ``PoolSplitStoreRetriever.invoke(query, **kwargs)`` accepts.
-_CALL_KWARGS = ("project", "tags", "k")
+_CALL_KWARGS = ("project", "tags", "k", "filter")
 # LangChain's invoke() reads ``verbose`` itself and then forwards it to us.
 _FRAMEWORK_KWARGS = frozenset({"verbose"})
 
 
+class _Filled(NamedTuple):
+    """A namespace filled from a template, and the user its ``{user_id}`` named (or None)."""
+
+    namespace: tuple[str, ...]
+    user: str | None
+
+
 def fill_namespace(template: Sequence[str], config: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Fill a namespace template from ``config["configurable"]``; a missing variable fails closed.
+    """Fill a namespace template from ``config["configurable"]``; a blank value fails closed.
 
     >>> fill_namespace(("memories", "{user_id}"), {"configurable": {"user_id": "ana"}})
     ('memories', 'ana')
@@ -731,19 +1135,38 @@ def fill_namespace(template: Sequence[str], config: Mapping[str, Any] | None) ->
     Traceback (most recent call last):
     ...
     ValueError: namespace template ('memories', '{user_id}') needs ...
+
+    Every variable's value must be a str with a non-blank character: None,
+    ``""``, ``" "``, ``False``, ``0`` or ``["ana"]`` would each name a bucket
+    that many callers share, so each raises a ValueError naming the variable
+    and the template.
     """
+    return _fill(template, config).namespace
+
+
+def _fill(template: Sequence[str], config: Mapping[str, Any] | None) -> _Filled:
     configurable = dict((config or {}).get("configurable") or {})
     filled = []
     for label in template:
         names = [name for _, name, _, _ in string.Formatter().parse(label) if name is not None]
         for name in names:
-            if name not in configurable or configurable[name] in (None, ""):
+            if name not in configurable:
                 raise ValueError(
                     f"namespace template {tuple(template)!r} needs"
                     f" config['configurable'][{name!r}], which this run's config lacks"
                 )
+            value = configurable[name]
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(
+                    f"namespace template {tuple(template)!r}: config['configurable'][{name!r}]"
+                    f" must be a non-empty string (not only whitespace), got {value!r}; run"
+                    f" with config={{'configurable': {{{name!r}: '<{name}>'}}}}"
+                )
         filled.append(label.format_map(configurable))
-    return _check_namespace(tuple(filled), f"namespace filled from {tuple(template)!r}")
+    namespace = _check_namespace(tuple(filled), f"namespace filled from {tuple(template)!r}")
+    named = any(name == USER_KEY for label in template
+                for _, name, _, _ in string.Formatter().parse(label))
+    return _Filled(namespace, configurable[USER_KEY] if named else None)
 
 
 class PoolSplitStoreRetriever(BaseRetriever):
@@ -756,7 +1179,9 @@ class PoolSplitStoreRetriever(BaseRetriever):
         store: a :class:`PoolSplitStore`.
         namespace: a namespace template, e.g. ``("memories", "{user_id}")``,
             filled from ``config["configurable"]`` on every call. A variable
-            the config lacks raises a ValueError naming it: nothing is read.
+            the config lacks, or whose value is not a non-blank str (None,
+            ``""``, ``False``, ``0``, ``["ana"]``), raises a ValueError naming
+            it: nothing is read.
         pools: the pools (``Pool`` objects or their plain-data dicts).
         k: caps the contextual results (fair round-robin across pools);
             corrections are never cut.
@@ -768,13 +1193,28 @@ class PoolSplitStoreRetriever(BaseRetriever):
                                                 namespace=("memories", "{user_id}"),
                                                 pools=pools)
             docs = retriever.invoke("how do I deploy?",
-                                    {"configurable": {"user_id": "ana"}})
+                                    {"configurable": {"user_id": "ana"}},
+                                    filter={"project": "atlas"})  # optional: narrows
 
     Inside a LangGraph node the run's config reaches the retriever on its own.
-    Results: corrections first, then each pool's picks; ``page_content`` is the
+    Per call: ``project=``, ``tags=`` (the context), ``k=``, and ``filter=``,
+    which keeps only the items whose value holds each of its keys with an
+    equal value, corrections included, before pool-split runs: it only
+    narrows.
+
+    Results: corrections first -- every active one, those no pool takes under
+    the pool ``"always"`` -- then each pool's picks; ``page_content`` is the
     entry's content, ``metadata`` the item's value (without ``content``) plus
     ``namespace``, ``key``, ``poolsplit_pool``, ``poolsplit_score`` and
-    ``poolsplit_always``.
+    ``poolsplit_always``. Items the store skips for a problem never appear.
+
+    Tenancy is the store's one rule (:class:`PoolSplitStore`): when the
+    namespace's items carry a ``user_id``, a call must name a user. A
+    template with a ``{user_id}`` variable names one: the namespace is that
+    user's, items in it without a ``user_id`` are theirs, items with another
+    user's are left out, and a ``filter`` naming another ``user_id`` is a
+    ValueError. Without that variable, ``filter={"user_id": ...}`` names the
+    user. A ``user_id`` must be a non-empty, non-blank str.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -826,28 +1266,30 @@ class PoolSplitStoreRetriever(BaseRetriever):
         kwargs["namespace"] = self._namespace(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)
 
-    def _namespace(self, config: RunnableConfig, kwargs: Mapping[str, Any]) -> tuple[str, ...]:
-        if "namespace" in kwargs:  # the template is the only way to name one: it can't widen
-            raise TypeError("PoolSplitStoreRetriever.invoke() got unexpected keyword argument"
-                            " 'namespace'; the namespace comes from the template and the config")
+    def _namespace(self, config: RunnableConfig, kwargs: Mapping[str, Any]) -> _Filled:
+        if "namespace" in kwargs:
+            _refuse_namespace()
         refuse_unknown("PoolSplitStoreRetriever.invoke()",
                        [name for name in kwargs if name not in _FRAMEWORK_KWARGS], _CALL_KWARGS)
-        return fill_namespace(self.namespace, config)
+        return _fill(self.namespace, config)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        namespace = kwargs.pop("namespace", None)
-        if namespace is None:
-            namespace = fill_namespace(self.namespace, ensure_config())
+        filled = kwargs.pop("namespace", None)
+        if filled is not None and not isinstance(filled, _Filled):  # only invoke() fills it
+            _refuse_namespace()
+        if filled is None:
+            filled = _fill(self.namespace, ensure_config())
         for name in _FRAMEWORK_KWARGS:
             kwargs.pop(name, None)
         refuse_unknown("PoolSplitStoreRetriever.invoke()", kwargs, _CALL_KWARGS)
         k = self.k if kwargs.get("k") is None else check_k(kwargs["k"])
         context = build_context(self.context, query, project=kwargs.get("project"),
                                 tags=kwargs.get("tags"))
-        decided, items = self.store._decide(namespace, self.pools, context, self.now,
-                                            self.max_always_tokens)
+        decided, items = self.store._decide(filled.namespace, self.pools, context, self.now,
+                                            self.max_always_tokens, filter=kwargs.get("filter"),
+                                            bound=filled.user)
         entries = {d.index: d.entry for picked in decided.values() for d in picked}
         docs = []
         for d in assemble(decided, k):
@@ -865,3 +1307,9 @@ class PoolSplitStoreRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         return self._get_relevant_documents(query, run_manager=run_manager.get_sync(), **kwargs)
+
+
+def _refuse_namespace() -> NoReturn:
+    """The template is the only way to name a namespace: a caller's own one could widen."""
+    raise TypeError("PoolSplitStoreRetriever.invoke() got unexpected keyword argument"
+                    " 'namespace'; the namespace comes from the template and the config")
