@@ -8,7 +8,8 @@ through :func:`result_metadata`. Nothing here imports a framework.
 entry key                      comes from
 ============================  =================================================
 ``content``                    the text (``page_content`` / node text)
-``id``                         ``metadata["id"]``, else the document/node id
+``id``                         the framework id: ``Document.id`` (or ``ids=``),
+                               the node id; never ``metadata["id"]``
 ``type``                       ``metadata["type"]`` (missing: ``"note"``)
 ``scope``                      ``metadata["scope"]`` (``"always"`` = correction)
 ``tags``                       ``metadata["tags"]`` (a str is one tag)
@@ -19,7 +20,8 @@ entry key                      comes from
 ``status``                     ``metadata["status"]`` (default ``"active"``)
 ``superseded_by``              ``metadata["superseded_by"]``
 ``similarity``                 a candidate's retriever score, when it has one
-any other key                  passed through for a custom scorer
+any other key                  passed through for a custom scorer (a
+                               metadata ``id`` excepted: it is not copied)
 ============================  =================================================
 
 Results carry four added metadata keys: ``poolsplit_pool`` (the pool's
@@ -70,7 +72,7 @@ from poolsplit_core.poolsplit import (
 logger = logging.getLogger("poolsplit")
 
 #: The entry keys the README gives a meaning to ("Entries and the framework mapping"),
-#: read from metadata.
+#: read from metadata -- except ``id``, which is the framework's (see :func:`to_entry`).
 ENTRY_KEYS = (
     "id", "type", "scope", "tags", "project", "created",
     "token_count", "base_priority", "status", "superseded_by",
@@ -88,12 +90,21 @@ def to_entry(
 ) -> dict[str, Any]:
     """Map ``(text, metadata, id)`` to a new entry dict; ``metadata`` is copied.
 
-    >>> to_entry("Never force-push.", {"scope": "always"}, "d1")
+    >>> to_entry("Never force-push.", {"scope": "always", "id": "row-7"}, "d1")
     {'scope': 'always', 'content': 'Never force-push.', 'id': 'd1'}
+
+    The entry's ``id`` is ``doc_id``, the framework's id (``Document.id``,
+    ``add_documents(ids=...)``, the node id), and nothing else: it is what
+    writes replace and deletes remove, so a metadata ``id`` (a row number, a
+    source key: the application's data) is left out of the entry -- it could
+    otherwise stand in for the framework id, or make two objects with
+    different ids one entry. It stays in the metadata of the returned
+    Documents and nodes, which are copies of the stored ones. Without a
+    ``doc_id`` the entry has no ``id``.
     """
-    entry = dict(metadata or {})
+    entry = {key: value for key, value in (metadata or {}).items() if key != "id"}
     entry["content"] = text
-    if entry.get("id") is None and doc_id is not None:
+    if doc_id is not None:
         entry["id"] = doc_id
     if similarity is not None:
         entry["similarity"] = similarity
@@ -216,9 +227,18 @@ def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
         pools = [pool_from_data(pool, f"pools[{i}]") if isinstance(pool, Mapping) else pool
                  for i, pool in enumerate(pools)]
     checked = _check_pools(pools)
-    if not checked:
-        raise ValueError("pools must hold at least one Pool, got an empty list")
+    for pool in checked:
+        if pool.name == ALWAYS_POOL:
+            raise ValueError(
+                f"pools: the name {ALWAYS_POOL!r} is the pool under which the corrections no"
+                f" other pool takes load; give {pool!r} another name"
+            )
     return checked
+
+
+#: The pool under which every active always-scope entry that no pool's types
+#: take is loaded (the core's ``always_pool=True``, on in every component).
+ALWAYS_POOL = "always"
 
 
 class _Default:
@@ -291,10 +311,46 @@ def refuse_unbound(
         lacks = " and ".join(
             ([f"lacks {missing}"] if missing else [])
             + ([f"gives no value for {blank}"] if blank else []))
+        how = (f"; name the user with filter={{'{USER_KEY}': '<user>'}}, the run's"
+               f" config={{'configurable': {{'{USER_KEY}': '<user>'}}}} or"
+               f" with_filter({{'{USER_KEY}': '<user>'}})" if USER_KEY in missing + blank else "")
         raise ValueError(
             f"{owner} requires a filter on {missing + blank}; its filter {active!r} {lacks}"
-            + (f"; {hint}" if hint else "")
+            + how + (f"; {hint}" if hint else "")
         )
+
+
+#: The metadata key that names a memory's user. A component whose memories carry
+#: it serves several users: every query must name one (fail closed).
+USER_KEY = "user_id"
+
+
+def check_user(value: Any, where: str) -> str:
+    """``value`` if it names a user: a non-empty str that is not only whitespace.
+
+    >>> check_user("ana", "filter")
+    'ana'
+    >>> check_user(False, "filter")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: filter: user_id must be a non-empty string naming one user, got False ...
+
+    None, ``""``, ``"  "``, ``False``, ``0`` and lists name no user: each
+    would otherwise select a shared bucket (every request whose id resolved
+    to ``False`` would see the same memories).
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{where}: {USER_KEY} must be a non-empty string naming one user, got {value!r}"
+            f" (pass filter={{'{USER_KEY}': '<user>'}} or config={{'configurable':"
+            f" {{'{USER_KEY}': '<user>'}}}})"
+        )
+    return value
+
+
+def carries_user(entry: Mapping[str, Any]) -> bool:
+    """Whether an entry belongs to a user: it has a ``user_id`` that is not None."""
+    return entry.get(USER_KEY) is not None
 
 
 def config_filter(configurable: Mapping[str, Any] | None,
@@ -318,7 +374,7 @@ def config_filter(configurable: Mapping[str, Any] | None,
 #: The options every component shares, in the order they are documented.
 OPTION_NAMES = (
     "pools", "k", "context", "scorer", "token_counter", "is_active", "now",
-    "filter", "require_filter_keys", "max_always_tokens",
+    "filter", "require_filter_keys", "max_always_tokens", "strict",
 )
 
 
@@ -345,8 +401,9 @@ class Options:
     is_active: Any = default_is_active
     now: datetime | None = None
     filter: Mapping[str, Any] | None = None
-    require_filter_keys: tuple[str, ...] = ()
+    require_filter_keys: tuple[str, ...] | None = None
     max_always_tokens: int | None = None
+    strict: bool = True
 
     def __post_init__(self) -> None:
         for name, check in OPTION_CHECKS.items():
@@ -360,7 +417,11 @@ class Options:
 
     @property
     def partition_key(self) -> str | None:
-        """The key a tenant's query names for sure: the first required filter key."""
+        """The key a tenant's query names for sure: the first required filter key.
+
+        ``None`` when the keys are automatic: a query naming a user is then
+        routed by the prepared store's view of ``user_id``, built on first use.
+        """
         return self.require_filter_keys[0] if self.require_filter_keys else None
 
 
@@ -394,8 +455,12 @@ class LiveStore:
         partition_key: str | None = None,
         key: Callable[[Any], Any] | None = None,
         store: PreparedStore | None = None,
+        strict: bool = True,
     ) -> None:
         pairs = list(items)
+        self.strict = strict
+        if strict:
+            refuse_bad([entry for entry, _ in pairs])
         self.key = key
         self.version = 0  # counts writes, so views of the objects know when to re-read
         self._writing = threading.Lock()  # one write at a time: the bookkeeping below
@@ -405,9 +470,20 @@ class LiveStore:
         self.warned: set[tuple[str, int, int, tuple[int, ...]]] = set()
         for _, obj in pairs:
             self._count(obj, 1)
+        #: How many stored entries carry a ``user_id`` (kept by writes); None for a
+        #: store shared with its owner, who writes to it directly: read per call.
+        self.users: int | None = None if store is not None else sum(
+            carries_user(entry) for entry, _ in pairs)
         self.store = store if store is not None else PreparedStore(
             [entry for entry, _ in pairs], scorer=scorer, token_counter=token_counter,
             is_active=is_active, partition_key=partition_key)
+
+    def user_counts(self) -> tuple[int, int]:
+        """How many stored entries carry a ``user_id``, and how many in all."""
+        if self.users is None:
+            entries = self.store.entries
+            return sum(map(carries_user, entries)), len(entries)
+        return self.users, len(self.store)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LiveStore:
         """An independent store holding the same objects (a lock cannot be copied)."""
@@ -415,7 +491,8 @@ class LiveStore:
         pairs = [(dict(entry), self.object_of(entry)) for entry in entries]
         return LiveStore(pairs, scorer=self.store.scorer, token_counter=self.store.token_counter,
                          is_active=self.store.is_active,
-                         partition_key=self.store.partition_key, key=self.key)
+                         partition_key=self.store.partition_key, key=self.key,
+                         strict=self.strict)
 
     def object_of(self, entry: Mapping[str, Any]) -> Any:
         """The framework object an entry was mapped from (the entry itself if none)."""
@@ -438,7 +515,7 @@ class LiveStore:
         return [self.object_of(entry) for entry in self.store.entries]
 
     def holds_key(self, key: Any) -> bool:
-        """Whether a stored object has this duplicate key (see ``key``)."""
+        """Whether a stored object has this duplicate key (``key(obj)`` lists an object's keys)."""
         return self._keys.get(key, 0) > 0
 
     def write(self, items: Sequence[tuple[Mapping[str, Any], Any]]) -> list[Any]:
@@ -450,6 +527,8 @@ class LiveStore:
         for entry, _ in items:
             if entry.get("id") is None:
                 raise ValueError(f"cannot write an entry without an id: {entry!r}")
+        if self.strict:
+            refuse_bad([entry for entry, _ in items])
         PreparedStore([entry for entry, _ in items],  # reads (and refuses) before any write
                       scorer=self.store.scorer, token_counter=self.store.token_counter,
                       is_active=self.store.is_active)
@@ -468,6 +547,8 @@ class LiveStore:
         if old is not None and old is not entry:
             self._forget(old)
         self._count(obj, 1)
+        if self.users is not None:
+            self.users += carries_user(entry) - (old is not None and carries_user(old))
         self.version += 1
         return entry["id"]
 
@@ -484,6 +565,8 @@ class LiveStore:
                 if old is not None:
                     self.store.delete(entry_id)
                     self._forget(old)
+                    if self.users is not None:
+                        self.users -= carries_user(old)
                     self.version += 1
 
     def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
@@ -501,9 +584,24 @@ class LiveStore:
             self._count(obj, -1)
 
     def _count(self, obj: Any, step: int) -> None:
+        """Count ``obj``'s duplicate keys in (``step=1``) or out (-1); ``key(obj)`` lists them."""
         if self.key is not None:
-            key = self.key(obj)
-            self._keys[key] = self._keys.get(key, 0) + step
+            for key in self.key(obj):
+                self._keys[key] = self._keys.get(key, 0) + step
+
+
+def refuse_bad(entries: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse entries the strict rules find a problem in: one ValueError naming each.
+
+    The rules are the core's :func:`poolsplit_core.checks.check_entries`
+    (``scope`` "always"/"contextual"/absent, a non-empty ``status``, a
+    parseable ``created``, a positive int ``token_count``, ``tags`` not a
+    bare str, ...); each entry is named by its id (the framework's), else
+    its position. A component built with ``strict=False`` skips this.
+    """
+    from poolsplit_core.checks import refuse_bad_entries
+
+    refuse_bad_entries(entries)
 
 
 def _hashable(value: Any) -> bool:
@@ -515,24 +613,46 @@ def _hashable(value: Any) -> bool:
 
 
 def warn_unpooled(
-    log: logging.Logger, owner: str, entries: Iterable[Mapping[str, Any]], pools: Sequence[Pool]
+    log: logging.Logger, owner: str, entries: Iterable[Mapping[str, Any]], pools: Sequence[Pool],
+    *, written: bool = False, all_memory: bool = True,
 ) -> None:
-    """Log a warning naming the entry types no pool takes (such entries never load).
+    """Say out loud what the pools leave out: types no pool takes, types no entry has.
 
-    ``explain`` says ``no_pool`` per entry; this says it once, when they are written.
+    A type no pool takes: its contextual entries never load (its corrections
+    still do, under the ``always`` pool). A pool naming a type no entry has
+    (``"tsak"`` for ``"task"``) is checked when a component is built over
+    entries, not on a write (``written=True``); an empty pool list loads
+    corrections only. ``explain`` says ``no_pool`` per entry; this says it
+    once, when entries are read. ``all_memory=False`` says the entries are not
+    all the memory (pinned ones, beside candidates found per call): no
+    type is then missing for sure.
     """
+    listed = list(entries)
+    if not pools and listed and not written:
+        log.warning("%s: no pool: only corrections (always-scope entries) load", owner)
+        return
     unpooled: dict[str, list[Any]] = {}
-    for entry in entries:
+    seen: set[Any] = set()
+    for entry in listed:
         entry_type = entry.get("type", "note")
-        if not any(pool.accepts(entry_type) for pool in pools):
-            unpooled.setdefault(repr(entry_type), []).append(entry.get("id"))
+        if _hashable(entry_type):
+            seen.add(entry_type)
+        name = repr(entry_type)
+        if (entry.get("scope") != "always" and name not in unpooled
+                and not any(pool.accepts(entry_type) for pool in pools)):
+            unpooled[name] = [entry.get("id")]
     if unpooled:
-        named = "; ".join(
-            f"type {name}: {len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
-            f" (e.g. id={ids[0]!r})" for name, ids in unpooled.items())
-        log.warning("%s: no pool takes %s -- they never load (pools: %s)", owner, named,
+        named = "; ".join(f"type {name} (e.g. id={ids[0]!r})" for name, ids in unpooled.items())
+        log.warning("%s: no pool takes %s -- such entries never load, but their corrections"
+                    " do, under the %r pool (pools: %s)", owner, named, ALWAYS_POOL,
                     ", ".join(f"{p.name} {list(p.types) if p.types else 'every type'}"
                               for p in pools))
+    if written or not listed or not all_memory:
+        return
+    for pool in pools:
+        for missing in [t for t in pool.types or () if t not in seen]:
+            log.warning("%s: pool %r names type %r, which no entry has (types: %s)", owner,
+                        pool.name, missing, ", ".join(sorted(map(repr, seen), key=str)))
 
 
 class Selector:
@@ -548,23 +668,67 @@ class Selector:
     Tenancy: the call's filter is the component's ``filter`` AND the run's
     bound tenant AND the per-call filter (:func:`narrow`); it keeps only
     entries whose keys equal every item of it, always-scope entries included,
-    before pool-split runs. With ``require_filter_keys``, a call whose filter
-    lacks any of those keys (or gives one no value) is refused -- fail
-    closed. The filter goes to the core as ``where=``, so on a store
-    partitioned by the first required key a tenant's query walks only that
-    tenant's entries. ``max_always_tokens`` goes to the core too.
+    before pool-split runs. A call whose filter lacks a required key (or
+    gives one no value) is refused -- fail closed. The required keys are
+    ``require_filter_keys`` when it was given; by default (``None``) they are
+    ``("user_id",)`` as soon as one memory -- stored, or a candidate of this
+    call -- carries a ``user_id``, so a multi-user store never answers a query
+    that names no user, and a memory without ``user_id`` in such a store is
+    no user's (a warning says so once). A ``user_id`` in a filter must be a
+    non-empty string. The filter goes to the core as ``where=``, which walks
+    only the named tenant's entries. Every active correction loads: the core
+    runs with ``always_pool=True``, and ``max_always_tokens`` goes to it too.
     """
 
     def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever") -> None:
         self.live, self.options, self.owner = live, options, owner
 
+    def required_keys(self, extra: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
+        """The keys a call's filter must hold: as given, else ``user_id`` when memories carry one.
+
+        >>> live = LiveStore([({"id": "a", "user_id": "ana"}, None)])
+        >>> Selector(live, Options([])).required_keys()
+        ('user_id',)
+        >>> Selector(live, Options([], require_filter_keys=())).required_keys()
+        ()
+        """
+        keys = self.options.require_filter_keys
+        if keys is not None:
+            return keys
+        users, total = self.live.user_counts()
+        if users or any(map(carries_user, extra)):
+            if users < total:
+                self._warn_unowned(total - users)
+            return (USER_KEY,)
+        return ()
+
     def active_filter(
-        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None, hint: str = ""
+        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None, hint: str = "",
+        extra: Iterable[Mapping[str, Any]] = (),
     ) -> dict[str, Any] | None:
         """The call's filter (component AND bound AND per call), or a ValueError: fail closed."""
         active = narrow(self.options.filter, bound, filter, owner=self.owner)
-        refuse_unbound(active, self.options.require_filter_keys, owner=self.owner, hint=hint)
+        required = self.required_keys(extra)
+        if self.options.require_filter_keys is None and required:
+            hint = ("its memories carry 'user_id', so it serves several users; build it with"
+                    " require_filter_keys=() to serve one shared store to every caller"
+                    + (f"; {hint}" if hint else ""))
+        refuse_unbound(active, required, owner=self.owner, hint=hint)
+        if active is not None and USER_KEY in active:
+            check_user(active[USER_KEY], f"{self.owner}: its filter")
         return active
+
+    def _warn_unowned(self, count: int) -> None:
+        """Say once per component that memories without ``user_id`` are no user's."""
+        situation = (self.owner, -1, count, ())
+        if situation in self.live.warned:
+            return
+        self.live.warned.add(situation)
+        logger.warning(
+            "%s: %d memor%s carry no %r while others do: no user's query returns them."
+            " Give each a %r, or build the component with require_filter_keys=() to"
+            " serve one shared store", self.owner, count, "y" if count == 1 else "ies",
+            USER_KEY, USER_KEY)
 
     def select(
         self,
@@ -583,11 +747,11 @@ class Selector:
         """
         refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
         options = self.options
-        where = self.active_filter(filter, bound)
+        where = self.active_filter(filter, bound, extra=extra)
         decided = self.live.store.decide(
             options.pools, build_context(options.context, message, **overrides),
             scorer=options.scorer, now=options.now, extra=extra, where=where,
-            max_always_tokens=options.max_always_tokens)
+            max_always_tokens=options.max_always_tokens, always_pool=True)
         self._warn_always(decided)
         return assemble(decided, options.k if k is None else check_k(k))
 
@@ -608,10 +772,11 @@ class Selector:
         """
         refuse_unknown("Selector.explain()", overrides, CONTEXT_KWARGS)
         options = self.options
-        where = self.active_filter(filter, bound)
+        where = self.active_filter(filter, bound, extra=extra)
         return self.live.store.explain_pools(
             options.pools, build_context(options.context, message, **overrides),
-            scorer=options.scorer, now=options.now, extra=extra, where=where)
+            scorer=options.scorer, now=options.now, extra=extra, where=where,
+            always_pool=True)
 
     def _warn_always(self, decided: Mapping[str, Sequence[Decision]]) -> None:
         if self.options.max_always_tokens is not None:
@@ -648,8 +813,15 @@ def check_filter(filter: Any) -> dict[str, Any] | None:
     return dict(filter)
 
 
-def check_required_keys(keys: Any) -> tuple[str, ...]:
-    """Validate ``require_filter_keys``: an iterable of str (a bare str is one key)."""
+def check_required_keys(keys: Any) -> tuple[str, ...] | None:
+    """Validate ``require_filter_keys``: None (automatic), or an iterable of str.
+
+    ``None``, the default, requires ``user_id`` exactly when the component's
+    memories carry one; ``()`` given explicitly states a shared store; a bare
+    str is one key.
+    """
+    if keys is None:
+        return None
     if isinstance(keys, str):
         return (keys,)
     out = tuple(keys)
@@ -657,6 +829,13 @@ def check_required_keys(keys: Any) -> tuple[str, ...]:
         if not isinstance(key, str):
             raise TypeError(f"require_filter_keys must hold str, got {key!r}")
     return out
+
+
+def check_strict(value: Any) -> bool:
+    """Validate ``strict``: a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"strict must be True or False, got {value!r}")
+    return value
 
 
 def check_max_always_tokens(value: Any) -> int | None:
@@ -672,6 +851,7 @@ OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
     "filter": check_filter,
     "require_filter_keys": check_required_keys,
     "max_always_tokens": check_max_always_tokens,
+    "strict": check_strict,
 }
 
 

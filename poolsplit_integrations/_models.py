@@ -72,13 +72,18 @@ class OptionsModel(BaseModel):
         default=None,
         description="Tenant filter: equality on every key, before pool-split, always-scope"
                     " included; a per-call filter can only narrow it.")
-    require_filter_keys: tuple[str, ...] = Field(
-        default=(),
-        description="Keys every call's filter must hold with a value; else refused (ValueError).")
+    require_filter_keys: tuple[str, ...] | None = Field(
+        default=None,
+        description="Keys every call's filter must hold with a value; else refused (ValueError)."
+                    " None: user_id as soon as a memory carries one; () states a shared store.")
     max_always_tokens: int | None = Field(
         default=None,
         description="Always-tier ceiling: costlier always-scope entries raise"
                     " AlwaysScopeOverflowError.")
+    strict: bool = Field(
+        default=True, frozen=True,
+        description="Refuse bad memory (scope, status, created, token_count, tags, ...) where"
+                    " it enters; False reads it as the specification's core does.")
 
     def options(self) -> Options:
         """The shared options as they are now, as one value."""

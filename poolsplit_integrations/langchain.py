@@ -48,6 +48,7 @@ from poolsplit_integrations._extras import require
 
 require("langchain_core", "langchain")
 
+import dataclasses
 import logging
 import numbers
 import uuid
@@ -80,6 +81,7 @@ from poolsplit_core.poolsplit import Decision, Explanation, Pool
 from poolsplit_integrations._entries import (
     DEFAULT,
     OPTION_CHECKS,
+    USER_KEY,
     LiveStore,
     Options,
     Selector,
@@ -151,10 +153,61 @@ def _freeze(value: Any) -> Hashable:
 
 
 def _doc_key(doc: Document) -> Hashable:
-    """The duplicate key of a document: its ``id``, else content and metadata."""
+    """The duplicate key of a candidate: its ``Document.id``, else content and metadata.
+
+    Never ``metadata["id"]``: that is the application's data, not the entry id.
+    """
     if doc.id is not None:
         return ("id", doc.id)
+    return _content_key(doc)
+
+
+def _content_key(doc: Document) -> Hashable:
     return ("content", doc.page_content, _freeze(doc.metadata))
+
+
+def _new_ids(n: int) -> list[str]:
+    """``n`` new uuid4 ids, sorted: ties among the documents they name still break in order.
+
+    (The core breaks a tie by ``id``, then by position.)
+    """
+    return sorted(str(uuid.uuid4()) for _ in range(n))
+
+
+class _DocKeys:
+    """The duplicate keys of a stored Document (``LiveStore(key=...)``), and the ids it generated.
+
+    A stored Document is found by its id. One given without an id got a
+    generated one (:meth:`identify`); it is found by its content and metadata
+    too, as before it had an id, so a candidate without an id equal to it is
+    still kept once (:func:`_doc_key`).
+    """
+
+    def __init__(self) -> None:
+        self.generated: set[str] = set()
+
+    def __call__(self, doc: Document) -> tuple[Hashable, ...]:
+        if doc.id in self.generated:
+            return ("id", doc.id), _content_key(doc)
+        return (_doc_key(doc),)
+
+    def identify(self, documents: Sequence[Document],
+                 ids: Sequence[str | None] | None = None) -> list[Document]:
+        """``documents``, each with its id: ``ids[i]``, else ``Document.id``, else a new uuid4.
+
+        A document whose id changes is a copy (the input is never changed);
+        the others are returned as they are.
+        """
+        given = [(ids[i] if ids is not None else None) or doc.id
+                 for i, doc in enumerate(documents)]
+        new = iter(_new_ids(sum(not doc_id for doc_id in given)))
+        out = []
+        for doc, doc_id in zip(documents, given):
+            if not doc_id:
+                doc_id = next(new)
+                self.generated.add(doc_id)
+            out.append(doc if doc_id == doc.id else doc.model_copy(update={"id": doc_id}))
+        return out
 
 
 #: Where LangChain retrievers and compressors put a candidate's score in metadata.
@@ -245,11 +298,17 @@ class _DocumentsView(Sequence[Document]):
 
 
 def _live_store(documents: Sequence[Document], options: Options) -> LiveStore:
-    """The prepared store of ``documents`` (partitioned by the first required filter key)."""
+    """The prepared store of ``documents`` (partitioned by the first required filter key).
+
+    A Document without an id is stored as a copy with a new uuid4 id, which
+    the results carry and ``delete`` takes.
+    """
+    keys = _DocKeys()
     return LiveStore(
-        [(to_entry(doc.page_content, doc.metadata, doc.id), doc) for doc in documents],
+        [(to_entry(doc.page_content, doc.metadata, doc.id), doc)
+         for doc in keys.identify(documents)],
         scorer=options.scorer, token_counter=options.token_counter, is_active=options.is_active,
-        partition_key=options.partition_key, key=_doc_key,
+        partition_key=options.partition_key, key=keys, strict=options.strict,
     )
 
 
@@ -477,7 +536,9 @@ class _Component(OptionsModel):
         except (TypeError, ValueError) as err:
             raise type(err)(f"{type(self).__name__}: {self._DOCUMENTS}: {err}") from err
         self.__dict__[self._DOCUMENTS] = _DocumentsView(self._live)
-        warn_unpooled(logger, type(self).__name__, self._live.store.entries, options.pools)
+        warn_unpooled(logger, type(self).__name__, self._live.store.entries, options.pools,
+                      all_memory=self._DOCUMENTS == "documents"
+                      and getattr(self, "base_retriever", None) is None)
 
     def _selector(self) -> Selector:
         return Selector(self._live, self.options(), owner=f"this {type(self).__name__}")
@@ -556,7 +617,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             The memory store; each Document is one entry. Its metadata holds
             the entry keys (``type``, ``scope``, ``tags``, ``project``,
             ``created``, ``base_priority``, ...); ``Document.id`` is the entry
-            id when metadata has none. Mapped to entries once, here.
+            id (a metadata ``id`` stays plain metadata), and a Document
+            without one is stored as a copy with a new uuid4 id, which
+            ``invoke`` returns and ``delete`` takes. Mapped to entries once, here.
         pools: list[Pool]
             At least one pool, unique names.
         k: int | None
@@ -837,8 +900,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             **kwargs: None accepted; a keyword is refused (``TypeError``).
 
         Returns:
-            The ids written, in order (the entry ids: ``metadata["id"]`` when
-            a document carries one, else the document id).
+            The ids written, in order: the entry ids, which ``delete`` takes
+            and the returned Documents carry as ``Document.id``. A metadata
+            ``id`` is never one: it stays plain metadata.
 
         Raises:
             TypeError: An item is not a Document, or an unknown keyword.
@@ -849,17 +913,18 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         docs = _check_documents(documents, "documents")
         if ids is not None and len(ids) != len(docs):
             raise ValueError(f"add_documents got {len(docs)} documents but {len(ids)} ids")
+        keys = self._live.key if isinstance(self._live.key, _DocKeys) else _DocKeys()
         items = []
-        for i, doc in enumerate(docs):
-            doc_id = ids[i] if ids is not None else doc.id or str(uuid.uuid4())
-            copied = Document(id=doc_id, page_content=doc.page_content,
+        for doc in keys.identify(docs, ids):
+            copied = Document(id=doc.id, page_content=doc.page_content,
                               metadata=dict(doc.metadata))
             items.append((to_entry(copied.page_content, copied.metadata, copied.id), copied))
         try:
             written = self._live.write(items)
         except (TypeError, ValueError) as err:
             raise type(err)(f"{type(self).__name__}.add_documents: {err}") from err
-        warn_unpooled(logger, type(self).__name__, [entry for entry, _ in items], self.pools)
+        warn_unpooled(logger, type(self).__name__, [entry for entry, _ in items], self.pools,
+                      written=True)
         return [str(entry_id) for entry_id in written]
 
     async def aadd_documents(
@@ -893,8 +958,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         """
         owner = f"{type(self).__name__}.with_filter"
         narrowed = narrow(self.filter, filter, owner=owner)
-        refuse_unbound(narrowed, self.require_filter_keys, owner=owner,
-                       hint="pass a filter with those keys")
+        options = dataclasses.replace(self.options(), filter=narrowed)
+        Selector(self._live, options, owner=owner).active_filter(
+            hint="pass a filter with those keys")
         return self.model_copy(update={"filter": narrowed})
 
     # -- reads -------------------------------------------------------------
@@ -917,8 +983,11 @@ class PoolSplitRetriever(_Component, BaseRetriever):
 
     def _bind(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs.pop(_BOUND, None)  # only the run's config binds a tenant
-        bound = config_filter(ensure_config(config).get("configurable"),
-                              self.require_filter_keys)
+        keys = self._selector().required_keys()
+        if self.require_filter_keys is None and USER_KEY not in keys and (
+                self._source is not None or self.base_retriever is not None):
+            keys = (*keys, USER_KEY)  # memory found per call may be anyone's: the run's user
+        bound = config_filter(ensure_config(config).get("configurable"), keys)
         return {**kwargs, _BOUND: bound} if bound else kwargs
 
     def _start(self, kwargs: Mapping[str, Any], method: str = "invoke",
@@ -1132,7 +1201,7 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     def _refuse_unbound_filter(self) -> Self:
         # No per-call filter here, so a filter lacking a required key could
         # never serve a call: refuse it now (and on assignment), not on every call.
-        refuse_unbound(self.filter, self.require_filter_keys, owner="PoolSplitCompressor",
+        refuse_unbound(self.filter, self.require_filter_keys or (), owner="PoolSplitCompressor",
                        hint="compress_documents takes no per-call filter")
         return self
 

@@ -144,7 +144,6 @@ from poolsplit_integrations._entries import (  # noqa: E402
     narrow,
     pools_to_data,
     rank_similarities,
-    refuse_unbound,
     refuse_unknown,
     refuse_unserialisable,
     result_metadata,
@@ -224,7 +223,8 @@ def _hiding_results(excluded: Sequence[str]) -> list[str]:
     return [key for key in excluded if key not in RESULT_KEYS] + list(RESULT_KEYS)
 
 
-def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str) -> LiveStore:
+def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str,
+                all_memory: bool = True) -> LiveStore:
     """The prepared store of ``nodes`` (ids kept once, first wins), warning of unpooled types.
 
     Partitioned by the first required filter key, so a tenant's query walks
@@ -234,15 +234,17 @@ def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str) -> Live
         live = LiveStore([(_node_entry(node), node) for node in _unique_nodes(nodes)],
                          scorer=options.scorer, token_counter=options.token_counter,
                          is_active=options.is_active,
-                         partition_key=options.partition_key, key=_node_id)
+                         partition_key=options.partition_key, key=_node_keys,
+                         strict=options.strict)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{owner}: {err}") from err
-    warn_unpooled(logger, owner, live.store.entries, options.pools)
+    warn_unpooled(logger, owner, live.store.entries, options.pools, all_memory=all_memory)
     return live
 
 
-def _node_id(node: BaseNode) -> str:
-    return node.node_id
+def _node_keys(node: BaseNode) -> tuple[str]:
+    """A stored node's duplicate keys (:meth:`LiveStore.holds_key`): its node id alone."""
+    return (node.node_id,)
 
 
 def _write_nodes(live: LiveStore, nodes: Iterable[BaseNode], options: Options,
@@ -253,7 +255,7 @@ def _write_nodes(live: LiveStore, nodes: Iterable[BaseNode], options: Options,
         written = live.write(items)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{owner}: {err}") from err
-    warn_unpooled(logger, owner, [entry for entry, _ in items], options.pools)
+    warn_unpooled(logger, owner, [entry for entry, _ in items], options.pools, written=True)
     return written
 
 
@@ -556,8 +558,9 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         now: datetime | None = None,
         base_retriever: BaseRetriever | None = None,
         filter: Mapping[str, Any] | None = None,
-        require_filter_keys: Iterable[str] = (),
+        require_filter_keys: Iterable[str] | None = None,
         max_always_tokens: int | None = None,
+        strict: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **unknown: NoReturn,
@@ -576,11 +579,12 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             pools, k=k, context=context, scorer=scorer_from_data(scorer),
             token_counter=token_counter, is_active=is_active, now=now, filter=filter,
             require_filter_keys=check_required_keys(require_filter_keys),
-            max_always_tokens=max_always_tokens,
+            max_always_tokens=max_always_tokens, strict=strict,
         )
         self._base_retriever = base_retriever
         self._source: VectorStoreSource | None = None
-        self._live = _live_store(nodes or (), self._options, type(self).__name__)
+        self._live = _live_store(nodes or (), self._options, type(self).__name__,
+                                 all_memory=base_retriever is None)
         # An unbound retriever with require_filter_keys is allowed: it is the
         # shared template that with_filter() binds per tenant. Its calls refuse.
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -760,10 +764,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         """
         owner = "PoolSplitRetriever.with_filter"
         narrowed = narrow(self._options.filter, filter, owner=owner)
-        refuse_unbound(narrowed, self._options.require_filter_keys, owner=owner,
-                       hint="pass a filter with those keys")
+        options = dataclasses.replace(self._options, filter=narrowed)
+        Selector(self._live, options, owner=owner).active_filter(
+            hint="pass a filter with those keys")
         other = copy.copy(self)
-        other._options = dataclasses.replace(self._options, filter=narrowed)
+        other._options = options
         return other
 
     def explain(self, query: str | QueryBundle) -> Explanation:
@@ -773,9 +778,9 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         retriever, if any, is queried); ``k`` does not apply, and the
         always-tier ceiling is not enforced, so an overflowing call can be
         examined (``ledgers[pool].always_tokens``). Nodes the filter rejects
-        get no record. A record's ``entry["id"]`` is the node id (unless the
-        node's metadata carries its own ``id``); ``Explanation.loaded()``
-        gives each pool's loaded records in load order.
+        get no record. A record's ``entry["id"]`` is the node id (a metadata
+        ``id`` is not the entry's); ``Explanation.loaded()`` gives each
+        pool's loaded records in load order.
 
         Raises:
             ValueError: when this retriever's filter lacks a required key.
@@ -803,8 +808,10 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             "context": options.context or None,
             "now": None if options.now is None else options.now.isoformat(),
             "filter": options.filter,
-            "require_filter_keys": list(options.require_filter_keys),
+            "require_filter_keys": (None if options.require_filter_keys is None
+                                    else list(options.require_filter_keys)),
             "max_always_tokens": options.max_always_tokens,
+            "strict": options.strict,
             "verbose": self._verbose,
         }
         return {key: value for key, value in data.items() if key not in skip}
@@ -1062,7 +1069,8 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     def model_post_init(self, context: Any, /) -> None:
         """Map and prepare the pinned nodes once, at construction."""
         super().model_post_init(context)
-        self._live = _live_store(self.pinned, self.options(), type(self).__name__)
+        self._live = _live_store(self.pinned, self.options(), type(self).__name__,
+                                 all_memory=False)
 
     def _postprocess_nodes(
         self,
@@ -1115,7 +1123,9 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
 
     On ``aget(messages)`` the text of the latest user message becomes
     ``context["message"]``; ``project`` and ``tags`` passed as block kwargs
-    (``memory.get(project="atlas")``) override the default context. The text
+    (``memory.get(project="atlas")``) override the default context, and any
+    other block kwarg is left to the blocks it is meant for (``Memory`` passes
+    every one to every block); a direct :meth:`render` refuses it. The text
     is the always-scope entries under :data:`CORRECTIONS_HEADING`, then one
     section per pool (``## <pool name>``), one ``- `` line per entry; empty
     when nothing loads. Reading never writes to the store (no access counts).
@@ -1190,6 +1200,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         store = self.store
         if isinstance(store, PoolSplitRetriever):
             self._live, self._bound = store._live, store.filter
+            if self.require_filter_keys is None:  # the retriever's statement of its users
+                self.__dict__["require_filter_keys"] = store._options.require_filter_keys
         elif isinstance(store, PreparedStore):
             self._live = LiveStore(store=store)
             warn_unpooled(logger, owner, store.entries, self.pools)
@@ -1201,7 +1213,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
                 self._live = LiveStore(items, scorer=options.scorer,
                                        token_counter=options.token_counter,
                                        is_active=options.is_active,
-                                       partition_key=options.partition_key)
+                                       partition_key=options.partition_key,
+                                       strict=options.strict)
             except (TypeError, ValueError) as err:
                 raise type(err)(f"{owner}: store: {err}") from err
             warn_unpooled(logger, owner, self._live.store.entries, options.pools)
@@ -1235,12 +1248,16 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
     ) -> str:
         """The rendered store for the latest user message in ``messages``.
 
-        ``block_kwargs`` (``memory.get(project=..., tags=...)``) override the
-        default context; ``session_id``, which ``Memory`` passes to every
-        block, is accepted and unused; any other keyword is refused.
+        ``project=`` and ``tags=`` in ``block_kwargs``
+        (``memory.get(project=..., tags=...)``) override the default context;
+        every other keyword is ignored. ``Memory`` passes every keyword of
+        ``memory.get``/``aget`` to every block, plus its ``session_id``, so a
+        keyword meant for another block (``memory.get(mood="tired")`` for a
+        block of the application's) reaches this one too: refusing it would
+        make this block unusable beside any block that takes a parameter of
+        its own. A misspelling (``tagz=``) is therefore not caught here;
+        :meth:`render`, called directly, still refuses it (``TypeError``).
         """
-        refuse_unknown(f"{type(self).__name__}.aget()", block_kwargs,
-                       (*CONTEXT_KWARGS, "session_id"))
         overrides = {key: block_kwargs[key] for key in CONTEXT_KWARGS if key in block_kwargs}
         return self.render(_latest_user_text(messages), **overrides)
 

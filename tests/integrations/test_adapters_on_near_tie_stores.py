@@ -4,7 +4,8 @@ Each seed draws a near-tie store (``tests/core/strategies.py``), pools, a
 context, a time, a tenant filter and a cap ``k``; the LangChain and the
 LlamaIndex retriever must return exactly what the reference loads over the
 entries the filter keeps, flattened as the adapters promise (every pool's
-always-scope entries first, then the contextual ones pool by pool, ``k``
+always-scope entries first, then the corrections no pool takes, under
+``always``, then the contextual ones pool by pool, ``k``
 round-robin): same ids, pools, scores and always flags, text and metadata
 carried through unchanged. The seeds are fixed: the same stores every run.
 """
@@ -56,6 +57,10 @@ def expected(store: list[dict[str, Any]], pools: list[Any], context: dict[str, A
     for hits in loaded.values():
         hits.sort()
     always = [(name, h) for name, hits in loaded.items() for h in hits if h[3]]
+    # every correction loads: one no pool takes, under "always", in store order
+    unpooled = [i for i, d in enumerate(decisions)
+                if d[0] == "no_pool" and kept[i].get("scope") == "always"]
+    always += [("always", (rank, i, None, True)) for rank, i in enumerate(unpooled)]
     contextual = [[(name, h) for h in hits if not h[3]] for name, hits in loaded.items()]
     if k is not None:  # round-robin over the pools, each pool's best first
         keep = [0] * len(contextual)
@@ -89,7 +94,8 @@ def test_the_langchain_retriever_gives_the_reference_answer(block: int) -> None:
                 for e in store]
         retriever = LangChainRetriever(
             documents=docs, pools=pools, now=now, filter=where,
-            context={key: v for key, v in context.items() if key != "message"})
+            context={key: v for key, v in context.items() if key != "message"},
+            require_filter_keys=(), strict=False)
         got = [(d.id, d.metadata["poolsplit_pool"], d.metadata["poolsplit_score"],
                 d.metadata["poolsplit_always"], d.page_content, plain(d.metadata))
                for d in retriever.invoke(context["message"], k=k)]
@@ -106,7 +112,8 @@ def test_the_llamaindex_retriever_gives_the_reference_answer(block: int) -> None
                  for e in store]
         retriever = LlamaIndexRetriever(
             nodes=nodes, pools=pools, now=now, filter=where, k=k,
-            context={key: v for key, v in context.items() if key != "message"})
+            context={key: v for key, v in context.items() if key != "message"},
+            require_filter_keys=(), strict=False)
         results = retriever.retrieve(context["message"])
         got = [(r.node.node_id, r.node.metadata["poolsplit_pool"],
                 r.node.metadata["poolsplit_score"], r.node.metadata["poolsplit_always"],

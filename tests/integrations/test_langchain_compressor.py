@@ -150,7 +150,7 @@ def test_compressor_equals_retriever_over_pinned_plus_candidates(
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"pools": []}, ValueError, "at least one Pool"),
+        ({"pools": [Pool("always", 1, 1)]}, ValueError, "'always' is the pool under which"),
         ({"pools": [Pool("a", 1, 1), Pool("a", 1, 1)]}, ValueError, "'a' twice"),
         ({"k": -2}, ValueError, "k must be >= 0, got -2"),
         ({"pinned": ["Never deploy on Friday."]}, TypeError, r"pinned\[0\] must be a Document"),

@@ -144,7 +144,8 @@ def test_a_returned_document_is_a_copy_of_its_stored_one_which_stays_untouched()
     stored = [_TracedDocument(page_content=d.page_content, id=d.id, metadata=dict(d.metadata),
                               trace_id=f"t-{d.id}") for d in make_store()]
     before = copy.deepcopy(stored)
-    got = PoolSplitRetriever(documents=stored, pools=POOLS, now=NOW).invoke("deploy")
+    got = PoolSplitRetriever(documents=stored, pools=POOLS, now=NOW,
+                             require_filter_keys=()).invoke("deploy")
     assert got
     by_id = {d.id: d for d in stored}
     for doc in got:
@@ -197,7 +198,7 @@ def test_unknown_invoke_keyword_is_an_error() -> None:
 
 
 def test_empty_store_returns_nothing() -> None:
-    assert PoolSplitRetriever(pools=POOLS).invoke("anything") == []
+    assert PoolSplitRetriever(pools=POOLS, require_filter_keys=()).invoke("anything") == []
 
 
 # --------------------------------------------------------------------------
@@ -388,7 +389,8 @@ def test_candidates_without_id_dedupe_by_content_and_metadata() -> None:
     other = Document(page_content="Deploy notes.", metadata={"type": "note", "tags": ["b"]})
     pools = [Pool("all", max_tokens=100, max_entries=10)]
     retriever = PoolSplitRetriever(documents=[same], pools=pools, now=NOW,
-                                   base_retriever=_Fixed(docs=[same, same, other]))
+                                   base_retriever=_Fixed(docs=[same, same, other]),
+                                   require_filter_keys=())
     docs = retriever.invoke("deploy")
     assert sorted(d.metadata["tags"][0] for d in docs) == ["a", "b"]
 
@@ -409,10 +411,10 @@ async def test_no_input_document_is_mutated() -> None:
     candidates = [*make_store()[1:], Document(page_content="x", metadata={"score": 0.5})]
     candidates_before = _snapshot(candidates)
     retriever = PoolSplitRetriever(documents=store, pools=POOLS, now=NOW,
-                                   base_retriever=_Fixed(docs=candidates))
+                                   base_retriever=_Fixed(docs=candidates), require_filter_keys=())
     out = retriever.invoke("deploy") + await retriever.ainvoke("deploy", k=1)
     out += retriever.batch(["release", "cache"])[0]
-    compressor = PoolSplitCompressor(pinned=store[:1], pools=POOLS, now=NOW)
+    compressor = PoolSplitCompressor(pinned=store[:1], pools=POOLS, now=NOW, require_filter_keys=())
     out += list(compressor.compress_documents(candidates, "deploy"))
     assert _snapshot(store) == before
     assert _snapshot(candidates) == candidates_before
@@ -457,23 +459,20 @@ def pool_lists(draw: Any) -> list[Pool]:
 
 
 def _as_documents(entries: list[dict[str, Any]]) -> list[Document]:
-    """Half the documents carry their id as Document.id, half in metadata."""
+    """Each document's id is its Document.id; half also carry a metadata ``id`` to ignore."""
     docs = []
     for i, entry in enumerate(entries):
         metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
-        if i % 2:
-            docs.append(Document(id=entry["id"], page_content=entry["content"],
-                                 metadata=metadata))
-        else:
-            docs.append(Document(page_content=entry["content"],
-                                 metadata={**metadata, "id": entry["id"]}))
+        if i % 2 == 0:  # plain metadata, never the entry id (it would reverse the tie order)
+            metadata["id"] = f"row-{len(entries) - i:03d}"
+        docs.append(Document(id=entry["id"], page_content=entry["content"], metadata=metadata))
     return docs
 
 
 def _expected(entries: list[dict[str, Any]], pools: list[Pool], context: dict[str, Any],
               k: int | None) -> list[tuple[str, str, bool, float | None]]:
     """retrieve_pools, flattened: always of every pool, then contextual pool by pool."""
-    picked = retrieve_pools(entries, pools, context, now=NOW)
+    picked = retrieve_pools(entries, pools, context, now=NOW, always_pool=True)
     always = [(e["id"], name, True, None)
               for name, got in picked.items() for e in got if e.get("scope") == "always"]
     contextual = [[(e["id"], name, False, default_scorer(e, context, now=NOW))
@@ -507,9 +506,10 @@ def test_output_equals_retrieve_pools_flattened(
     if project is not None:
         context["project"] = project
     retriever = PoolSplitRetriever(documents=_as_documents(entries), pools=pools,
-                                   context={"tags": tags}, now=NOW)
+                                   context={"tags": tags}, now=NOW, require_filter_keys=(),
+                                   strict=False)  # the spec's leniency, as retrieve_pools
     docs = retriever.invoke(message, project=project, k=k)
-    got = [(d.metadata.get("id") or d.id, d.metadata["poolsplit_pool"],
+    got = [(d.id, d.metadata["poolsplit_pool"],
             d.metadata["poolsplit_always"], d.metadata["poolsplit_score"]) for d in docs]
     expected = _expected(entries, pools, context, k)
     assert [g[:3] for g in got] == [e[:3] for e in expected]
@@ -525,7 +525,7 @@ def test_output_equals_retrieve_pools_flattened(
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"pools": []}, ValueError, "at least one Pool"),
+        ({"pools": [Pool("always", 1, 1)]}, ValueError, "'always' is the pool under which"),
         ({"pools": [Pool("a", 1, 1), Pool("a", 2, 2)]}, ValueError, "'a' twice"),
         ({"pools": Pool("a", 1, 1)}, TypeError, "single Pool"),
         ({"pools": ["a"]}, TypeError, r"pools\[0\] must be a Pool"),
@@ -548,7 +548,7 @@ def test_fields_named_by_langchain_are_left_to_langchain() -> None:
     own = set(PoolSplitRetriever.model_fields) - set(BaseRetriever.model_fields)
     assert own == {"documents", "pools", "k", "context", "scorer", "token_counter",
                    "is_active", "now", "base_retriever", "filter", "require_filter_keys",
-                   "max_always_tokens"}
+                   "max_always_tokens", "strict"}
     retriever = make_retriever(tags=["memory"], metadata={"team": "ops"})
     assert retriever.tags == ["memory"] and retriever.metadata == {"team": "ops"}
 

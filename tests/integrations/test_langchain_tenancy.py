@@ -56,7 +56,8 @@ def tenant_store() -> list[Document]:
 
 
 def make_retriever(**kwargs: Any) -> PoolSplitRetriever:
-    params: dict[str, Any] = {"documents": tenant_store(), "pools": POOLS, "now": NOW}
+    params: dict[str, Any] = {"documents": tenant_store(), "pools": POOLS, "now": NOW,
+                              "require_filter_keys": ()}  # a shared store unless told
     params.update(kwargs)
     return PoolSplitRetriever(**params)
 
@@ -102,9 +103,11 @@ def test_a_document_lacking_the_filter_key_does_not_match() -> None:
 
 
 def test_a_filter_on_none_matches_a_none_value_not_a_missing_key() -> None:
-    store = [*tenant_store(), _doc("none-note", "Nobody's deploy note.", user_id=None)]
-    docs = make_retriever(documents=store, filter={"user_id": None}).invoke("deploy")
+    store = [*tenant_store(), _doc("none-note", "Nobody's deploy note.", team=None)]
+    docs = make_retriever(documents=store, filter={"team": None}).invoke("deploy")
     assert ids(docs) == ["none-note"]
+    with pytest.raises(ValueError, match="user_id must be a non-empty string"):
+        make_retriever(filter={"user_id": None}).invoke("deploy")  # None names no user
 
 
 def test_every_filter_key_must_match() -> None:
@@ -293,7 +296,7 @@ def test_compressor_filters_pinned_and_candidates_alike() -> None:
     pinned = [d for d in store if d.metadata.get("scope") == "always"]
     found = [d for d in store if d.metadata.get("scope") != "always"]
     compressor = PoolSplitCompressor(pools=POOLS, pinned=pinned, filter={"user_id": "b"},
-                                     now=NOW)
+                                     now=NOW, require_filter_keys=())
     docs = compressor.compress_documents(found, "deploy")
     assert ids(docs) == ["b-fix", "b-task", "b-note"]
     assert docs[0].metadata["poolsplit_always"] is True
@@ -302,7 +305,7 @@ def test_compressor_filters_pinned_and_candidates_alike() -> None:
 def test_compressor_always_tier_ceiling_raises() -> None:
     pinned = [d for d in tenant_store() if d.metadata.get("scope") == "always"]
     compressor = PoolSplitCompressor(pools=POOLS, pinned=pinned, filter={"user_id": "a"},
-                                     max_always_tokens=9, now=NOW)
+                                     max_always_tokens=9, now=NOW, require_filter_keys=())
     with pytest.raises(AlwaysScopeOverflowError, match=r"cost 10 tokens.*'a-fix'"):
         compressor.compress_documents([], "deploy")
 
@@ -412,7 +415,8 @@ def test_explain_loaded_records_equal_invoke_per_pool_in_order(
 
 
 def test_explain_on_the_sample_store_agrees_with_invoke_and_accounts_tokens() -> None:
-    retriever = PoolSplitRetriever(documents=sample_documents(), pools=SAMPLE_POOLS, now=NOW)
+    retriever = PoolSplitRetriever(documents=sample_documents(), pools=SAMPLE_POOLS, now=NOW,
+                                   require_filter_keys=())
     for query, kwargs in sample_queries()[:12]:
         explain_kwargs = {key: value for key, value in kwargs.items() if key != "k"}
         docs = retriever.invoke(query, **explain_kwargs)
@@ -533,7 +537,7 @@ def test_tenant_filters_never_leak(draws: list[tuple[int, int, bool, int, int, i
         explanation = retriever.explain(query, filter={"user_id": user})
     else:
         retriever = PoolSplitRetriever(documents=store, pools=_PROPERTY_POOLS, now=NOW,
-                                       filter={"user_id": user})
+                                       filter={"user_id": user}, require_filter_keys=())
         docs = retriever.invoke(query)
         explanation = retriever.explain(query)
     assert all(d.metadata.get("user_id") == user for d in docs)
@@ -589,7 +593,8 @@ def _snapshot(docs: Sequence[Document]) -> list[tuple[str | None, dict[str, Any]
 
 @pytest.fixture(scope="module")
 def shared() -> tuple[PoolSplitRetriever, list[tuple[str, dict[str, Any]]], list[Any]]:
-    retriever = PoolSplitRetriever(documents=sample_documents(), pools=SAMPLE_POOLS, now=NOW)
+    retriever = PoolSplitRetriever(documents=sample_documents(), pools=SAMPLE_POOLS, now=NOW,
+                                   require_filter_keys=())
     queries = sample_queries()
     expected = [_snapshot(retriever.invoke(query, **kwargs)) for query, kwargs in queries]
     assert len(queries) == 40 and len({repr(e) for e in expected}) >= 25  # the queries differ

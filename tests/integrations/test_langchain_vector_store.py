@@ -117,18 +117,25 @@ def test_with_filter_and_explain_read_the_same_source() -> None:
 
 def test_bad_input_is_named() -> None:
     with pytest.raises(TypeError, match="LangChain VectorStore"):
-        PoolSplitRetriever.from_vector_store([], pools=POOLS)
+        PoolSplitRetriever.from_vector_store([], pools=POOLS, require_filter_keys=())
     with pytest.raises(ValueError, match="search_k"):
-        PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, search_k=0)
-    mismatch = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS)
+        PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, search_k=0,
+                                             require_filter_keys=())
+    mismatch = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
+                                                    require_filter_keys=())
     mismatch.source.vector_store.embedding = Hashed(16)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"dimension mismatch.*16.*64"):
         mismatch.invoke(QUERY)
     empty = in_memory([Document(id="blank", page_content="",
                                 metadata={"type": "correction", "scope": "always"})])
     with pytest.raises(ValueError, match="'blank' without text"):
-        PoolSplitRetriever.from_vector_store(empty, pools=POOLS).invoke(QUERY)
-    with pytest.raises(ValueError, match=r"user_id=.*cannot be expressed"):
+        PoolSplitRetriever.from_vector_store(empty, pools=POOLS,
+                                             require_filter_keys=()).invoke(QUERY)
+    with pytest.raises(ValueError, match=r"team=.*cannot be expressed"):
+        PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
+                                             filter={"team": ["ops"]},
+                                             require_filter_keys=()).invoke(QUERY)
+    with pytest.raises(ValueError, match=r"user_id must be a non-empty string"):
         PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
                                              filter={"user_id": ["ana"]}).invoke(QUERY)
 
@@ -155,14 +162,15 @@ def test_pgvector_gives_corrections_first_and_every_type(pgvector: Any) -> None:
     assert [d.id for d in docs] == core_over(retriever.source, {"user_id": "ana"})
     memory_ids = [d.id for d in PoolSplitRetriever.from_vector_store(
         in_memory(memory(("ana", "ben"))), pools=POOLS, scorer=HYBRID, now=NOW,
-        filter={"user_id": "ana"}).invoke(QUERY)]
+        filter={"user_id": "ana"}, require_filter_keys=()).invoke(QUERY)]
     assert [i for i in memory_ids if "-task-" not in i] == [d.id for d in docs
                                                            if "-task-" not in d.id]
 
 
 def test_pgvector_reads_a_new_correction_on_the_next_query(pgvector: Any) -> None:
     retriever = PoolSplitRetriever.from_vector_store(pgvector, pools=POOLS, now=NOW,
-                                                     filter={"user_id": "ana"})
+                                                     filter={"user_id": "ana"},
+                                                     require_filter_keys=())
     pgvector.add_documents([Document(id="ana-fix-2", page_content="Tag every release.",
                                      metadata={"type": "correction", "scope": "always",
                                                "user_id": "ana"})])
@@ -171,7 +179,8 @@ def test_pgvector_reads_a_new_correction_on_the_next_query(pgvector: Any) -> Non
 
 
 def test_pgvector_always_limit_refuses_rather_than_drops(pgvector: Any) -> None:
-    retriever = PoolSplitRetriever.from_vector_store(pgvector, pools=POOLS, always_limit=1)
+    retriever = PoolSplitRetriever.from_vector_store(pgvector, pools=POOLS, always_limit=1,
+                                                     require_filter_keys=())
     with pytest.raises(ValueError, match="more than always_limit=1"):
         retriever.invoke(QUERY)  # two tenants' corrections, no tenant filter
 
@@ -179,7 +188,8 @@ def test_pgvector_always_limit_refuses_rather_than_drops(pgvector: Any) -> None:
 def test_fake_embedding_of_langchain_works_too() -> None:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
     store.add_documents(memory())
-    docs = PoolSplitRetriever.from_vector_store(store, pools=POOLS, now=NOW).invoke(QUERY)
+    docs = PoolSplitRetriever.from_vector_store(store, pools=POOLS, now=NOW,
+                                                require_filter_keys=()).invoke(QUERY)
     assert docs[0].id == "ana-fix"
     assert {d.metadata["type"] for d in docs} == {"correction", "task", "skill", "preference"}
 
@@ -187,7 +197,8 @@ def test_fake_embedding_of_langchain_works_too() -> None:
 def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
     from poolsplit_integrations._entries import NotSerializableError
 
-    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS)
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
+                                                     require_filter_keys=())
     with pytest.raises(NotSerializableError, match="vector_store"):
         retriever.model_dump_json()
     with pytest.raises(NotSerializableError, match="vector_store"):
@@ -199,7 +210,8 @@ def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
 def test_async_invoke_and_explain_read_the_same_source() -> None:
     import asyncio
 
-    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, now=NOW)
+    retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS, now=NOW,
+                                                     require_filter_keys=())
     want = [d.id for d in retriever.invoke(QUERY)]
     assert [d.id for d in asyncio.run(retriever.ainvoke(QUERY))] == want
     loaded = asyncio.run(retriever.aexplain(QUERY)).loaded()

@@ -29,7 +29,7 @@ from poolsplit_integrations import langchain as lc
 from poolsplit_integrations import llama_index as li
 from poolsplit_integrations._entries import narrow
 from tests.core.test_living_store import NOW, make_context, make_entry, make_pools
-from tests.reference import ref_retrieve_pools
+from tests.reference import ref_default_is_active, ref_retrieve_pools
 
 from ._llamaindex_support import offline_llamaindex  # noqa: F401 -- the fixture
 
@@ -164,7 +164,8 @@ def test_a_correction_added_superseded_or_deleted_is_seen_on_the_very_next_turn(
 
 
 def test_langchain_async_writes_are_seen_by_the_next_call() -> None:
-    retriever = lc.PoolSplitRetriever(documents=[], pools=POOLS, now=NOW)
+    retriever = lc.PoolSplitRetriever(documents=[], pools=POOLS, now=NOW,
+                                      require_filter_keys=())
     assert asyncio.run(retriever.aadd_documents([lc_doc(FIX)])) == ["fix-deploy"]
     assert lc_ids(retriever.invoke("deploy")) == ["fix-deploy"]
     asyncio.run(retriever.adelete(["fix-deploy"]))
@@ -277,13 +278,14 @@ def test_types_no_pool_takes_are_named_in_a_warning_at_construction_and_on_add(
     stray = {"id": "s1", "type": "skill", "content": "Bisect."}
     with caplog.at_level(logging.WARNING):
         retriever = lc.PoolSplitRetriever(documents=[lc_doc(stray)], pools=pools)
-    [record] = [r for r in caplog.records if r.name == "poolsplit_integrations.langchain"]
-    assert "no pool takes type 'skill': 1 entry (e.g. id='s1')" in record.getMessage()
+    [record] = [r for r in caplog.records if r.name == "poolsplit_integrations.langchain"
+                and "no pool takes" in r.getMessage()]
+    assert "no pool takes type 'skill' (e.g. id='s1')" in record.getMessage()
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         retriever.add_documents([lc_doc({**stray, "id": "s2", "type": "recipe"})])
         li.PoolSplitRetriever(nodes=[li_node(stray)], pools=pools)
-    names = {r.name: r.getMessage() for r in caplog.records}
+    names = {r.name: r.getMessage() for r in caplog.records if "no pool takes" in r.getMessage()}
     assert "type 'recipe'" in names["poolsplit_integrations.langchain"]
     assert "type 'skill'" in names["poolsplit_integrations.llama_index"]
 
@@ -338,8 +340,12 @@ def expected_ids(model: list[dict[str, Any]], pools: list[Pool], context: dict[s
     kept = [e for e in model if all(k in e and e[k] == v for k, v in (where or {}).items())]
     got = ref_retrieve_pools(kept, pools, context, now=NOW)
     always = [e["id"] for p in pools for e in got[p.name] if e.get("scope") == "always"]
+    loaded = {id(e) for picked in got.values() for e in picked}
+    # every correction loads: one no pool takes comes after the pools' own, in store order
+    unpooled = [e["id"] for e in kept if e.get("scope") == "always" and ref_default_is_active(e)
+                and id(e) not in loaded]
     rest = [e["id"] for p in pools for e in got[p.name] if e.get("scope") != "always"]
-    return always + rest
+    return always + unpooled + rest
 
 
 @pytest.mark.parametrize("seed", range(12))

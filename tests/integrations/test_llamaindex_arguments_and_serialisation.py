@@ -136,13 +136,21 @@ BLOCK_CALLS: dict[str, Callable[[PoolSplitMemoryBlock, dict[str, Any]], Any]] = 
 }
 
 
-@pytest.mark.parametrize("call", list(BLOCK_CALLS))
-def test_the_memory_block_refuses_a_misspelt_call_keyword(call):
+def test_the_memory_block_refuses_a_misspelt_keyword_in_a_direct_render():
     block = memory_block()
     with pytest.raises(TypeError, match=r"got unexpected keyword argument\(s\) \['tagz'\];"
                                         r" it accepts project=, tags="):
-        BLOCK_CALLS[call](block, {"tagz": ["x"]})
-    BLOCK_CALLS[call](block, {"tags": ["deploy"], "project": "atlas"})  # the real ones work
+        BLOCK_CALLS["render"](block, {"tagz": ["x"]})
+    BLOCK_CALLS["render"](block, {"tags": ["deploy"], "project": "atlas"})  # the real ones work
+
+
+@pytest.mark.parametrize("call", ["aget", "Memory.get"])
+def test_the_memory_block_leaves_another_block_s_keyword_to_that_block(call):
+    # Memory passes every keyword to every block: one meant for another block is ignored.
+    block = memory_block()
+    plain = BLOCK_CALLS[call](block, {"tags": ["deploy"], "project": "atlas"})
+    assert BLOCK_CALLS[call](block, {"tagz": ["x"], "tags": ["deploy"],
+                                     "project": "atlas"}) == plain
 
 
 # --------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.memory import Memory
+from llama_index.core.memory import BaseMemoryBlock, Memory
 
 from poolsplit_core.poolsplit import Pool, PreparedStore
 from poolsplit_integrations.llama_index import CORRECTIONS_HEADING, PoolSplitMemoryBlock
@@ -156,7 +157,63 @@ async def test_an_empty_result_renders_nothing():
 def test_bad_store_and_pools_are_refused():
     with pytest.raises(TypeError, match="store must be a list"):
         PoolSplitMemoryBlock(store="not a store", pools=SPLIT)
-    with pytest.raises(ValueError, match="at least one Pool"):
-        PoolSplitMemoryBlock(store=[], pools=[])
+    with pytest.raises(ValueError, match="'always' is the pool under which"):
+        PoolSplitMemoryBlock(store=[], pools=[Pool("always", 10, 1)])
     with pytest.raises(TypeError, match="store item at index 0 must be an entry dict or a node"):
         PoolSplitMemoryBlock(store=[42], pools=SPLIT)
+
+
+# --------------------------------------------------------------------------
+# Memory passes every keyword to every block
+# --------------------------------------------------------------------------
+
+
+class MoodBlock(BaseMemoryBlock[str]):
+    """Another block with a keyword of its own, as an application would write one."""
+
+    name: str = "mood"
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, *, mood: str = "calm",
+                    **block_kwargs: Any) -> str:
+        return f"The user feels {mood}."
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        pass
+
+
+def memory_with_mood(block: PoolSplitMemoryBlock) -> Memory:
+    memory = Memory.from_defaults(memory_blocks=[block, MoodBlock()], token_limit=4000,
+                                  tokenizer_fn=whitespace_tokenizer, session_id="test")
+    memory.put(ChatMessage(role="user", content="How do I deploy the release?"))
+    return memory
+
+
+def test_the_block_sits_beside_a_block_with_a_keyword_of_its_own():
+    block = PoolSplitMemoryBlock(store=agent_store(), pools=SPLIT, now=NOW)
+    own = block.render("How do I deploy the release?", tags=["ops"])
+    text = str(memory_with_mood(block).get(mood="tired", tags=["ops"])[0].content)
+    assert "The user feels tired." in text
+    assert f"<poolsplit>\n{own}\n</poolsplit>" in text
+    assert FIX in text and SKILL in text
+
+
+@pytest.mark.asyncio
+async def test_memory_aget_passes_another_block_s_keyword_and_the_block_keeps_its_own():
+    seen = []
+
+    def scorer(entry, context):
+        seen.append(dict(context))
+        return 1.0
+
+    block = PoolSplitMemoryBlock(store=agent_store(), pools=SPLIT, scorer=scorer)
+    messages = await memory_with_mood(block).aget(mood="tired", project="atlas", tags=["ops"])
+    text = str(messages[0].content)
+    assert "The user feels tired." in text and FIX in text
+    assert seen and all(c == {"project": "atlas", "tags": ["ops"],
+                              "message": "How do I deploy the release?"} for c in seen)
+
+
+def test_render_called_directly_still_refuses_an_unknown_keyword():
+    block = PoolSplitMemoryBlock(store=agent_store(), pools=SPLIT, now=NOW)
+    with pytest.raises(TypeError, match=r"\['mood'\]; it accepts project=, tags="):
+        block.render("deploy", mood="tired")

@@ -164,8 +164,8 @@ async def test_apostprocess_agrees_with_postprocess():
 
 
 def test_invalid_configuration_is_refused_at_construction():
-    with pytest.raises(ValueError, match="at least one Pool"):
-        PoolSplitPostprocessor(pools=[])
+    with pytest.raises(ValueError, match="'always' is the pool under which"):
+        PoolSplitPostprocessor(pools=[Pool("always", 10, 1)])
     with pytest.raises(ValueError, match="k must be >= 0, got -2"):
         PoolSplitPostprocessor(pools=POOLS, k=-2)
     with pytest.raises(TypeError, match="got a single Pool"):

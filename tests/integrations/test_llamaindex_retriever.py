@@ -45,12 +45,14 @@ def snapshot(nodes: list[TextNode]) -> list[dict]:
 
 
 def test_always_scope_first_then_each_pool_in_selection_order():
-    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW).retrieve("deploy?")
+    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW,
+                             require_filter_keys=()).retrieve("deploy?")
     assert ids(got) == ["fix-1", "task-1", "note-1", "skill-1"]
 
 
 def test_metadata_names_pool_score_and_always_on_the_results():
-    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW).retrieve("deploy?")
+    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW,
+                             require_filter_keys=()).retrieve("deploy?")
     meta = {r.node.node_id: r.node.metadata for r in got}
     assert meta["fix-1"]["poolsplit_pool"] == "work"
     assert meta["fix-1"]["poolsplit_always"] is True
@@ -61,7 +63,8 @@ def test_metadata_names_pool_score_and_always_on_the_results():
 
 
 def test_poolsplit_keys_never_reach_the_prompt_text():
-    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW).retrieve("deploy?")
+    got = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, now=NOW,
+                             require_filter_keys=()).retrieve("deploy?")
     for result in got:
         assert "poolsplit" not in result.node.get_content(metadata_mode="llm")
         assert "poolsplit" not in result.node.get_content(metadata_mode="embed")
@@ -69,7 +72,8 @@ def test_poolsplit_keys_never_reach_the_prompt_text():
 
 def test_contextual_score_is_the_core_score():
     nodes = store_nodes()
-    got = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW).retrieve("deploy release")
+    got = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW,
+                             require_filter_keys=()).retrieve("deploy release")
     task = next(r for r in got if r.node.node_id == "task-1")
     entry = {**nodes[0].metadata, "content": TASK, "id": "task-1"}
     expected = default_scorer(entry, {"message": "deploy release"}, now=NOW)
@@ -79,7 +83,7 @@ def test_contextual_score_is_the_core_score():
 
 def test_always_scope_score_is_above_every_contextual_score():
     got = PoolSplitRetriever(nodes=store_nodes() + fresh_nodes(20), pools=POOLS,
-                             now=NOW).retrieve("deploy release")
+                             now=NOW, require_filter_keys=()).retrieve("deploy release")
     always = [r.score for r in got if r.node.metadata["poolsplit_always"]]
     contextual = [r.score for r in got if not r.node.metadata["poolsplit_always"]]
     assert always and contextual
@@ -94,7 +98,7 @@ def test_always_scope_score_rule_holds_for_negative_and_huge_scores(scores):
         TextNode(id_=f"c{i}", text="y", metadata={"s": s}) for i, s in enumerate(scores)
     ]
     retriever = PoolSplitRetriever(nodes=nodes, pools=[Pool("all", 100, 10)],
-                                   scorer=lambda e, ctx: e["s"])
+                                   scorer=lambda e, ctx: e["s"], require_filter_keys=())
     got = retriever.retrieve("q")
     assert got[0].node.node_id == "fix"
     assert got[0].score > max(r.score for r in got[1:])
@@ -102,14 +106,17 @@ def test_always_scope_score_rule_holds_for_negative_and_huge_scores(scores):
 
 def test_always_scope_score_without_contextual_hits_is_one():
     nodes = [TextNode(id_="fix", text="x", metadata={"scope": "always"})]
-    got = PoolSplitRetriever(nodes=nodes, pools=[Pool("all", 0, 0)]).retrieve("q")
+    got = PoolSplitRetriever(nodes=nodes, pools=[Pool("all", 0, 0)],
+                             require_filter_keys=()).retrieve("q")
     assert [(r.node.node_id, r.score) for r in got] == [("fix", 1.0)]
 
 
 def test_k_caps_contextual_nodes_fairly_and_never_cuts_always_scope():
-    retriever = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, k=1, now=NOW)
+    retriever = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, k=1, now=NOW,
+                                   require_filter_keys=())
     assert ids(retriever.retrieve("deploy?")) == ["fix-1", "task-1"]
-    retriever = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, k=0, now=NOW)
+    retriever = PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, k=0, now=NOW,
+                                   require_filter_keys=())
     assert ids(retriever.retrieve("deploy?")) == ["fix-1"]
 
 
@@ -121,7 +128,8 @@ def test_default_context_reaches_the_scorer():
         return 1.0
 
     PoolSplitRetriever(nodes=store_nodes(), pools=POOLS, scorer=scorer,
-                       context={"project": "atlas", "tags": ["db"]}).retrieve("why?")
+                       context={"project": "atlas", "tags": ["db"]},
+                       require_filter_keys=()).retrieve("why?")
     assert seen and all(c == {"project": "atlas", "tags": ["db"], "message": "why?"}
                         for c in seen)
 
@@ -132,7 +140,7 @@ def test_default_context_reaches_the_scorer():
 def test_input_nodes_are_never_mutated():
     nodes = store_nodes() + fresh_nodes(5)
     before = snapshot(nodes)
-    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW)
+    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=())
     got = retriever.retrieve("deploy?")
     assert snapshot(nodes) == before
     assert all(r.node is not n for r in got for n in nodes)
@@ -147,7 +155,7 @@ def test_input_nodes_are_never_mutated():
 @pytest.mark.asyncio
 async def test_retrieve_and_aretrieve_agree():
     retriever = PoolSplitRetriever(nodes=store_nodes() + fresh_nodes(8), pools=POOLS,
-                                   k=3, now=NOW)
+                                   k=3, now=NOW, require_filter_keys=())
     sync = retriever.retrieve("deploy release")
     got = await retriever.aretrieve("deploy release")
     assert [(r.node.node_id, r.score, r.node.metadata) for r in got] == [
@@ -189,7 +197,7 @@ def test_retriever_equals_core_retrieve_pools_flattened(specs, pool_spec, query)
     pools = [Pool(f"p{i}", tokens, cap, types=None if types is None else sorted(types))
              for i, (tokens, cap, types) in enumerate(pool_spec)]
 
-    picked = retrieve_pools(entries, pools, {"message": query}, now=NOW)
+    picked = retrieve_pools(entries, pools, {"message": query}, now=NOW, always_pool=True)
     flat = [(pool, e) for pool in picked for e in picked[pool] if e.get("scope") == "always"]
     flat += [(pool, e) for pool in picked for e in picked[pool] if e.get("scope") != "always"]
     expected = [
@@ -198,7 +206,8 @@ def test_retriever_equals_core_retrieve_pools_flattened(specs, pool_spec, query)
         for pool, e in flat
     ]
 
-    got = PoolSplitRetriever(nodes=nodes, pools=pools, now=NOW).retrieve(query)
+    got = PoolSplitRetriever(nodes=nodes, pools=pools, now=NOW,
+                             require_filter_keys=()).retrieve(query)
     assert [(r.node.node_id, r.node.metadata["poolsplit_pool"],
              r.node.metadata["poolsplit_score"]) for r in got] == expected
     contextual = [r.score for r in got if not r.node.metadata["poolsplit_always"]]
@@ -215,7 +224,8 @@ def test_retriever_equals_core_retrieve_pools_flattened(specs, pool_spec, query)
 def test_from_documents_makes_one_node_per_document():
     docs = [Document(id_="d1", text=CORRECTION, metadata={"scope": "always"}),
             Document(id_="d2", text=TASK, metadata={"type": "task"})]
-    retriever = PoolSplitRetriever.from_documents(docs, pools=[Pool("all", 100, 5)])
+    retriever = PoolSplitRetriever.from_documents(docs, pools=[Pool("all", 100, 5)],
+                                                  require_filter_keys=())
     assert [n.node_id for n in retriever.nodes] == ["d1", "d2"]
     got = retriever.retrieve("release")
     assert ids(got) == ["d1", "d2"]
@@ -227,7 +237,7 @@ def test_from_documents_with_a_node_parser_splits_and_keeps_scope():
     docs = [Document(id_="d1", text=long_fix, metadata={"scope": "always"})]
     parser = SentenceSplitter(chunk_size=40, chunk_overlap=0, tokenizer=whitespace_tokenizer)
     retriever = PoolSplitRetriever.from_documents(docs, pools=[Pool("all", 0, 0)],
-                                                  node_parser=parser)
+                                                  node_parser=parser, require_filter_keys=())
     got = retriever.retrieve("q")
     assert len(got) > 1
     assert all(r.node.metadata["poolsplit_always"] for r in got)
@@ -235,27 +245,29 @@ def test_from_documents_with_a_node_parser_splits_and_keeps_scope():
 
 def test_from_defaults_wants_exactly_one_of_nodes_or_documents():
     with pytest.raises(ValueError, match="exactly one of nodes or documents, got neither"):
-        PoolSplitRetriever.from_defaults(pools=POOLS)
+        PoolSplitRetriever.from_defaults(pools=POOLS, require_filter_keys=())
     with pytest.raises(ValueError, match="got both"):
-        PoolSplitRetriever.from_defaults(nodes=store_nodes(), documents=[], pools=POOLS)
-    built = PoolSplitRetriever.from_defaults(nodes=store_nodes(), pools=POOLS, now=NOW)
+        PoolSplitRetriever.from_defaults(nodes=store_nodes(), documents=[], pools=POOLS,
+                                         require_filter_keys=())
+    built = PoolSplitRetriever.from_defaults(nodes=store_nodes(), pools=POOLS, now=NOW,
+                                             require_filter_keys=())
     assert ids(built.retrieve("deploy?"))[0] == "fix-1"
 
 
 def test_construction_errors_are_clear():
     with pytest.raises(ValueError, match="needs nodes, a base_retriever, or both"):
-        PoolSplitRetriever(pools=POOLS)
-    with pytest.raises(ValueError, match="at least one Pool"):
-        PoolSplitRetriever(nodes=[], pools=[])
+        PoolSplitRetriever(pools=POOLS, require_filter_keys=())
+    with pytest.raises(ValueError, match="'always' is the pool under which"):
+        PoolSplitRetriever(nodes=[], pools=[Pool("always", 10, 1)], require_filter_keys=())
     with pytest.raises(ValueError, match="k must be >= 0, got -1"):
-        PoolSplitRetriever(nodes=[], pools=POOLS, k=-1)
+        PoolSplitRetriever(nodes=[], pools=POOLS, k=-1, require_filter_keys=())
     with pytest.raises(TypeError, match="base_retriever must be a LlamaIndex BaseRetriever"):
-        PoolSplitRetriever(pools=POOLS, base_retriever=object())
+        PoolSplitRetriever(pools=POOLS, base_retriever=object(), require_filter_keys=())
 
 
 def test_duplicate_node_ids_in_the_store_are_kept_once():
     nodes = [*store_nodes(), TextNode(id_="task-1", text="a second copy", metadata={})]
-    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW)
+    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=())
     assert ids(retriever.retrieve("deploy?")).count("task-1") == 1
 
 
@@ -285,7 +297,8 @@ def test_base_retriever_candidates_merge_dedupe_and_carry_similarity():
         return 1.0
 
     retriever = PoolSplitRetriever(nodes=static, pools=[Pool("all", 1000, 20)],
-                                   scorer=scorer, base_retriever=FixedRetriever(candidates))
+                                   scorer=scorer, base_retriever=FixedRetriever(candidates),
+                                   require_filter_keys=())
     got = ids(retriever.retrieve("q"))
     assert sorted(got) == sorted({"fix-1", "task-1", "note-1", "skill-1", "cand-1"})
     assert seen["cand-1"] == 0.9
@@ -296,7 +309,7 @@ def test_base_retriever_candidates_merge_dedupe_and_carry_similarity():
 async def test_base_retriever_is_awaited_on_aretrieve():
     cand = NodeWithScore(node=TextNode(id_="cand", text="deploy deploy", metadata={}), score=1)
     retriever = PoolSplitRetriever(nodes=[], pools=[Pool("all", 100, 5)],
-                                   base_retriever=FixedRetriever([cand]))
+                                   base_retriever=FixedRetriever([cand]), require_filter_keys=())
     assert ids(await retriever.aretrieve("deploy")) == ["cand"]
 
 
@@ -304,7 +317,7 @@ async def test_base_retriever_is_awaited_on_aretrieve():
 
 
 def ask(nodes: list[TextNode], question: str = "deploy release?") -> str:
-    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW)
+    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=())
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
     return str(engine.query(question))  # MockLLM echoes the prompt it received
 
@@ -333,7 +346,7 @@ def test_without_always_scope_the_fresh_burst_crowds_the_correction_out():
 @pytest.mark.asyncio
 async def test_query_engine_async_path_shows_the_correction_first():
     retriever = PoolSplitRetriever(nodes=store_nodes() + fresh_nodes(200), pools=POOLS,
-                                   now=NOW)
+                                   now=NOW, require_filter_keys=())
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
     prompt = str(await engine.aquery("deploy release?"))
     assert CORRECTION in prompt and prompt.index(CORRECTION) < prompt.index("FRESH")

@@ -130,7 +130,7 @@ def test_the_filter_applies_to_the_base_retrievers_candidates():
                           NodeWithScore(node=mine, score=0.8)])
     retriever = PoolSplitRetriever(nodes=tenant_nodes(), pools=POOLS, now=NOW,
                                    token_counter=words, base_retriever=base,
-                                   filter={"user_id": "a"})
+                                   filter={"user_id": "a"}, require_filter_keys=())
     got = ids(retriever.retrieve("deploy release"))
     assert "cand-a" in got and "cand-b" not in got
     assert all(i.endswith("-a") for i in got)
@@ -283,11 +283,12 @@ def test_the_ceiling_counts_only_the_tenants_corrections():
 def test_postprocessor_and_memory_block_enforce_the_ceiling():
     nodes = tenant_nodes()
     post = PoolSplitPostprocessor(pools=POOLS, pinned=nodes[:2], now=NOW,
-                                  token_counter=words, max_always_tokens=7)
+                                  token_counter=words, max_always_tokens=7, require_filter_keys=())
     with pytest.raises(AlwaysScopeOverflowError, match="fix-b"):
         post.postprocess_nodes([], query_str="deploy")
     block = PoolSplitMemoryBlock(store=nodes, pools=POOLS, now=NOW, token_counter=words,
-                                 filter={"user_id": "b"}, max_always_tokens=3)
+                                 filter={"user_id": "b"}, max_always_tokens=3,
+                                 require_filter_keys=())
     with pytest.raises(AlwaysScopeOverflowError, match="fix-b"):
         block.render("deploy")
 
@@ -295,12 +296,13 @@ def test_postprocessor_and_memory_block_enforce_the_ceiling():
 def test_without_a_ceiling_an_oversized_always_tier_logs_a_warning(caplog):
     tiny = [Pool("work", max_tokens=5, max_entries=4)]
     retriever = PoolSplitRetriever(nodes=tenant_nodes(), pools=tiny, now=NOW,
-                                   token_counter=words, filter={"user_id": "a"})
+                                   token_counter=words, filter={"user_id": "a"},
+                                   require_filter_keys=())
     with caplog.at_level(logging.WARNING, logger="poolsplit"):
         assert ids(retriever.retrieve("deploy")) == ["fix-a", "task-a"]  # 4 <= 5: quiet
     assert caplog.records == []
     unfiltered = PoolSplitRetriever(nodes=tenant_nodes(), pools=tiny, now=NOW,
-                                    token_counter=words)
+                                    token_counter=words, require_filter_keys=())
     with caplog.at_level(logging.WARNING, logger="poolsplit"):
         got = ids(unfiltered.retrieve("deploy"))
     assert got[:3] == ["fix-a", "fix-b", "fix-nobody"]  # nothing dropped
@@ -373,7 +375,8 @@ def test_explain_sees_the_base_retrievers_candidates_and_takes_a_query_bundle():
     extra = sample_nodes()[100:200]
     base = ListRetriever([NodeWithScore(node=n, score=0.5) for n in extra])
     retriever = PoolSplitRetriever(nodes=static, pools=SAMPLE_POOLS, now=NOW,
-                                   base_retriever=base, filter={"user_id": "b"})
+                                   base_retriever=base, filter={"user_id": "b"},
+                                   require_filter_keys=())
     query = QueryBundle("deploy the release to production")
     why = retriever.explain(query)
     got = retriever.retrieve(query)
@@ -387,7 +390,7 @@ def test_explain_sees_the_base_retrievers_candidates_and_takes_a_query_bundle():
 
 def test_explain_does_not_apply_k():
     retriever = PoolSplitRetriever(nodes=sample_nodes(), pools=SAMPLE_POOLS, now=NOW,
-                                   filter={"user_id": "a"}, k=1)
+                                   filter={"user_id": "a"}, k=1, require_filter_keys=())
     why = retriever.explain("deploy the release")
     got = retriever.retrieve("deploy the release")
     assert sum(1 for r in got if not r.node.metadata["poolsplit_always"]) == 1
@@ -430,7 +433,8 @@ def test_tenant_filters_never_leak(store, user, query):
     mine = {n.node_id for n in nodes if n.metadata.get("user_id", MISSING) == user}
     my_always = {n.node_id for n in nodes
                  if n.node_id in mine and n.metadata.get("scope") == "always"}
-    shared = PoolSplitRetriever(nodes=nodes, pools=PROPERTY_POOLS, now=NOW,
+    # strict=False: a stored user_id of None is a store the spec's leniency reads
+    shared = PoolSplitRetriever(nodes=nodes, pools=PROPERTY_POOLS, now=NOW, strict=False,
                                 token_counter=words, require_filter_keys=("user_id",))
     retriever = shared.with_filter({"user_id": user})
 
@@ -442,7 +446,7 @@ def test_tenant_filters_never_leak(store, user, query):
     pinned = [n for n in nodes if n.metadata.get("scope") == "always"]
     candidates = [NodeWithScore(node=n, score=1.0) for n in nodes if n not in pinned]
     post = PoolSplitPostprocessor(pools=PROPERTY_POOLS, pinned=pinned, now=NOW,
-                                  token_counter=words, filter={"user_id": user})
+                                  token_counter=words, filter={"user_id": user}, strict=False)
     via_post = post.postprocess_nodes(candidates, query_str=query)
     assert all(r.node.metadata.get("user_id", MISSING) == user for r in via_post)
     assert {r.node.node_id for r in via_post if r.node.metadata["poolsplit_always"]} == (
@@ -466,7 +470,8 @@ def shuffled_repeats(jobs: list[Any], times: int = 5) -> list[Any]:
 
 def test_one_retriever_shared_by_8_threads_answers_as_a_sequential_run():
     nodes = sample_nodes()
-    retriever = PoolSplitRetriever(nodes=nodes, pools=SAMPLE_POOLS, now=NOW, k=8)
+    retriever = PoolSplitRetriever(nodes=nodes, pools=SAMPLE_POOLS, now=NOW, k=8,
+                                   require_filter_keys=())
     queries = sample_queries(nodes)
     expected = {q: outcome(retriever.retrieve(q)) for q in queries}
     assert len({str(v) for v in expected.values()}) > 10  # the queries do differ
@@ -519,7 +524,8 @@ class YieldingRetriever(BaseRetriever):
 async def test_fifty_asyncio_tasks_on_one_retriever_answer_as_a_sequential_run():
     nodes = sample_nodes()
     retriever = PoolSplitRetriever(nodes=nodes[:400], pools=SAMPLE_POOLS, now=NOW, k=8,
-                                   base_retriever=YieldingRetriever(nodes[400:]))
+                                   base_retriever=YieldingRetriever(nodes[400:]),
+                                   require_filter_keys=())
     queries = sample_queries(nodes, 25)
     expected = {}
     for q in queries:
@@ -541,7 +547,7 @@ def test_a_postprocessor_copied_with_another_filter_never_serves_the_old_tenant(
         TextNode(id_="fix-b", text="fix for b", metadata={"scope": "always", "user_id": "b"}),
     ]
     for_a = PoolSplitPostprocessor(pools=[Pool("p", 100, 5)], pinned=pinned,
-                                   filter={"user_id": "a"})
+                                   filter={"user_id": "a"}, require_filter_keys=())
     for_b = for_a.model_copy(update={"filter": {"user_id": "b"}})
 
     def ids(post: PoolSplitPostprocessor) -> list[str]:

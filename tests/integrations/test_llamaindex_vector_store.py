@@ -73,7 +73,7 @@ def test_similarity_alone_misses_corrections_and_quiet_types() -> None:
 
 def test_corrections_first_and_every_type_with_no_pinned_list() -> None:
     retriever = PoolSplitRetriever.from_vector_store(
-        in_memory_index(memory()), pools=POOLS, scorer=HYBRID, now=NOW)
+        in_memory_index(memory()), pools=POOLS, scorer=HYBRID, now=NOW, require_filter_keys=())
     got = retriever.retrieve(QUERY)
     ids = [n.node.node_id for n in got]
     assert ids[:2] == ["ana-fix", "ana-fix-old"]
@@ -132,7 +132,7 @@ def test_the_memory_block_reads_the_same_source() -> None:
         in_memory_index(memory(("ana", "ben"))), pools=POOLS, scorer=HYBRID, now=NOW,
         require_filter_keys=("user_id",))
     block = PoolSplitMemoryBlock(store=retriever.with_filter({"user_id": "ben"}), pools=POOLS,
-                                 scorer=HYBRID, now=NOW)
+                                 scorer=HYBRID, now=NOW, require_filter_keys=())
     text = block.render(QUERY)
     assert text.startswith("## Corrections (always apply)\n- Never deploy on Friday")
     assert "## skills" in text and "## taste" in text
@@ -148,7 +148,8 @@ def test_static_filters_apply_to_every_store_query() -> None:
         node.metadata.setdefault("archived", "no")
     retriever = PoolSplitRetriever.from_vector_store(
         in_memory_index(nodes), pools=POOLS, now=NOW,
-        filters=MetadataFilters(filters=[MetadataFilter(key="archived", value="no")]))
+        filters=MetadataFilters(filters=[MetadataFilter(key="archived", value="no")]),
+        require_filter_keys=())
     ids = [n.node.node_id for n in retriever.retrieve(QUERY)]
     assert "archived-fix" not in ids and ids[0] == "ana-fix"
 
@@ -158,32 +159,40 @@ def test_static_filters_apply_to_every_store_query() -> None:
 def test_a_vector_store_without_text_is_refused() -> None:
     with pytest.raises(ValueError, match="SimpleVectorStore keeps no text"):
         PoolSplitRetriever.from_vector_store(SimpleVectorStore(), pools=POOLS,
-                                             embed_model=EMBED)
+                                             embed_model=EMBED, require_filter_keys=())
 
 
 def test_an_embedding_dimension_mismatch_is_named() -> None:
     retriever = PoolSplitRetriever.from_vector_store(
-        in_memory_index(memory()), pools=POOLS, embed_model=HashedEmbedding(size=32))
+        in_memory_index(memory()), pools=POOLS, embed_model=HashedEmbedding(size=32),
+        require_filter_keys=())
     with pytest.raises(ValueError, match=r"dimension mismatch.*32.*64"):
         retriever.retrieve(QUERY)
 
 
 def test_a_filter_the_store_cannot_express_is_named() -> None:
-    retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS)
-    with pytest.raises(ValueError, match=r"user_id=.*cannot be expressed"):
-        retriever.with_filter({"user_id": ("ana", "ben")}).retrieve(QUERY)
+    retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS,
+                                                     require_filter_keys=())
+    with pytest.raises(ValueError, match=r"team=.*cannot be expressed"):
+        retriever.with_filter({"team": ("ops", "web")}).retrieve(QUERY)
+    with pytest.raises(ValueError, match=r"user_id must be a non-empty string"):
+        retriever.with_filter({"user_id": ("ana", "ben")})
 
 
 def test_missing_embed_model_and_wrong_arguments_are_refused() -> None:
     index = in_memory_index(memory())
     with pytest.raises(TypeError, match="embed_model"):
-        PoolSplitRetriever.from_vector_store(index.vector_store, pools=POOLS)
+        PoolSplitRetriever.from_vector_store(index.vector_store, pools=POOLS,
+                                             require_filter_keys=())
     with pytest.raises(TypeError, match="vector store"):
-        PoolSplitRetriever.from_vector_store(["not", "a", "store"], pools=POOLS)
+        PoolSplitRetriever.from_vector_store(["not", "a", "store"], pools=POOLS,
+                                             require_filter_keys=())
     with pytest.raises(ValueError, match="similarity_top_k"):
-        PoolSplitRetriever.from_vector_store(index, pools=POOLS, similarity_top_k=0)
+        PoolSplitRetriever.from_vector_store(index, pools=POOLS, similarity_top_k=0,
+                                             require_filter_keys=())
     with pytest.raises(TypeError, match="simlarity_top_k"):
-        PoolSplitRetriever.from_vector_store(index, pools=POOLS, simlarity_top_k=3)
+        PoolSplitRetriever.from_vector_store(index, pools=POOLS, simlarity_top_k=3,
+                                             require_filter_keys=())
 
 
 # The same on a real PostgreSQL with pgvector.
@@ -226,7 +235,8 @@ def test_pgvector_store_gives_what_the_in_memory_index_gives(pg_index: Any) -> N
 def test_pgvector_always_tier_is_read_on_every_query(pg_index: Any) -> None:
     store, _ = pg_index
     retriever = PoolSplitRetriever.from_vector_store(store, pools=POOLS, embed_model=EMBED,
-                                                     now=NOW, filter={"user_id": "ana"})
+                                                     now=NOW, filter={"user_id": "ana"},
+                                                     require_filter_keys=())
     new_fix = TextNode(id_="ana-fix-new", text="Tag every release.",
                        metadata={"type": "correction", "scope": "always", "user_id": "ana"},
                        embedding=EMBED.get_text_embedding("Tag every release."))
@@ -238,7 +248,8 @@ def test_pgvector_always_tier_is_read_on_every_query(pg_index: Any) -> None:
 def test_pgvector_dimension_mismatch_is_named(pg_index: Any) -> None:
     store, _ = pg_index
     retriever = PoolSplitRetriever.from_vector_store(store, pools=POOLS,
-                                                     embed_model=HashedEmbedding(size=16))
+                                                     embed_model=HashedEmbedding(size=16),
+                                                     require_filter_keys=())
     with pytest.raises(ValueError, match=r"dimension mismatch.*16.*PGVectorStore holds 64"):
         retriever.retrieve(QUERY)
 
@@ -247,7 +258,7 @@ def test_async_retrieve_equals_retrieve() -> None:
     import asyncio
 
     retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS,
-                                                     now=NOW)
+                                                     now=NOW, require_filter_keys=())
     got = asyncio.run(retriever.aretrieve(QUERY))
     assert [n.node.node_id for n in got] == [n.node.node_id for n in retriever.retrieve(QUERY)]
     assert all(isinstance(n, NodeWithScore) for n in got)
@@ -256,7 +267,8 @@ def test_async_retrieve_equals_retrieve() -> None:
 def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
     from poolsplit_integrations._entries import NotSerializableError
 
-    retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS)
+    retriever = PoolSplitRetriever.from_vector_store(in_memory_index(memory()), pools=POOLS,
+                                                     require_filter_keys=())
     with pytest.raises(NotSerializableError, match="vector_store"):
         retriever.to_dict()
     assert retriever.with_filter({"user_id": "ana"}).source is retriever.source

@@ -42,7 +42,9 @@ def meta(key):
 
 
 def lc_docs():
-    return [Document(page_content=text, metadata=meta(key)) for key, text in TEXTS.items()]
+    # Document.id is the entry id (the tie-break); the metadata id is plain metadata.
+    return [Document(id=key, page_content=text, metadata=meta(key))
+            for key, text in TEXTS.items()]
 
 
 def li_nodes():
@@ -66,9 +68,9 @@ def li_ids(retriever):
 
 
 def test_langchain_default_reader_misses_the_chinese_match_and_unicode_finds_it(no_fallback):
-    plain = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW)
+    plain = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW, require_filter_keys=())
     chinese = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW, scorer=UNICODE,
-                                 token_counter=cjk_token_counter)
+                                 token_counter=cjk_token_counter, require_filter_keys=())
     assert lc_ids(plain) == ["fix", "call"]  # no word shared: the tie falls to the smallest id
     assert lc_ids(chinese) == ["fix", "db"]
 
@@ -85,18 +87,19 @@ def test_the_cjk_counter_reaches_the_budget_through_both_adapters():
     # 13 CJK characters: 13 tokens with the CJK counter, 3 with the default.
     tight = [Pool("notes", max_tokens=10, max_entries=3, types=("note", "correction"))]
     lc = LangChainRetriever(documents=lc_docs(), pools=tight, now=NOW, scorer=UNICODE,
-                            token_counter=cjk_token_counter)
+                            token_counter=cjk_token_counter, require_filter_keys=())
     li = LlamaRetriever(nodes=li_nodes(), pools=tight, now=NOW, scorer=UNICODE,
                         token_counter=cjk_token_counter)
     assert lc_ids(lc) == li_ids(li) == ["fix", "call"]  # only the 10-character note fits
 
 
 def test_langchain_components_dump_a_configured_scorer_as_its_options_and_read_it_back():
-    retriever = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW, scorer=UNICODE)
+    retriever = LangChainRetriever(documents=lc_docs(), pools=POOLS, now=NOW, scorer=UNICODE,
+                                   require_filter_keys=())
     assert retriever.model_dump(mode="json")["scorer"] == {"words": "unicode"}
     rebuilt = LangChainRetriever.model_validate_json(retriever.model_dump_json())
     assert rebuilt.scorer == UNICODE and lc_ids(rebuilt) == ["fix", "db"]
-    compressor = PoolSplitCompressor(pools=POOLS, now=NOW, scorer=UNICODE)
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW, scorer=UNICODE, require_filter_keys=())
     again = PoolSplitCompressor.model_validate_json(compressor.model_dump_json())
     assert again.scorer == UNICODE
     got = again.compress_documents(lc_docs(), MESSAGE)
@@ -105,8 +108,10 @@ def test_langchain_components_dump_a_configured_scorer_as_its_options_and_read_i
 
 @pytest.mark.parametrize("build", [
     lambda scorer: LlamaRetriever(nodes=li_nodes(), pools=POOLS, now=NOW, scorer=scorer),
-    lambda scorer: PoolSplitPostprocessor(pools=POOLS, now=NOW, scorer=scorer),
-    lambda scorer: PoolSplitMemoryBlock(store=[], pools=POOLS, now=NOW, scorer=scorer),
+    lambda scorer: PoolSplitPostprocessor(pools=POOLS, now=NOW, scorer=scorer,
+                                          require_filter_keys=()),
+    lambda scorer: PoolSplitMemoryBlock(store=[], pools=POOLS, now=NOW, scorer=scorer,
+                                        require_filter_keys=()),
 ], ids=["retriever", "postprocessor", "memory_block"])
 def test_llamaindex_components_write_a_configured_scorer_as_its_options(build):
     component = build(UNICODE)
@@ -122,7 +127,7 @@ def test_llamaindex_components_write_a_configured_scorer_as_its_options(build):
 
 def test_a_configured_scorer_with_a_custom_reader_is_refused_by_name():
     custom = make_scorer(words=lambda text: frozenset(text.split()))
-    lc = LangChainRetriever(documents=lc_docs(), pools=POOLS, scorer=custom)
+    lc = LangChainRetriever(documents=lc_docs(), pools=POOLS, scorer=custom, require_filter_keys=())
     with pytest.raises(NotSerializableError,
                        match=r"scorer is ConfiguredScorer\(words=<function.*custom word reader"):
         lc.model_dump_json()
