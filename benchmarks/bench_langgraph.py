@@ -82,7 +82,7 @@ def load(store: PostgresStore, users: int, per_user: int) -> float:
 
 
 def check(store: PoolSplitStore, ns: tuple, got: dict, context: dict) -> bool:
-    expected = retrieve_pools(store.entries(ns), POOLS, context, now=NOW)
+    expected = retrieve_pools(store.entries(ns), POOLS, context, now=NOW, always_pool=True)
     return {k: [i.key for i in v] for k, v in got.items()} == {
         k: [e["id"] for e in v] for k, v in expected.items()}
 
