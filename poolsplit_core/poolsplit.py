@@ -29,7 +29,8 @@ never load; worse, a burst of fresh content can push a standing behavioural
 correction out exactly when the agent is about to repeat the mistake. This
 module gives each group of entry types its own reserved budget (a *pool*) and
 loads ``scope="always"`` entries first, outside every budget, so that a
-correction is never crowded out.
+correction is never crowded out. A correction of a type no pool takes loads
+too with ``always_pool=True``, in one more pool named ``"always"``.
 
 This file is the whole engine: standard library only, Python 3.9+, no relative
 imports. Copy it into a project as ``poolsplit.py`` and ``import poolsplit``.
@@ -1059,6 +1060,7 @@ def retrieve_pools(
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
     max_always_tokens: Optional[int] = None,
+    always_pool: bool = False,
 ) -> Dict[str, List[E]]:
     """Fill several pools in order; an entry lands in at most one pool.
 
@@ -1076,15 +1078,31 @@ def retrieve_pools(
     Each entry is tested, scored and measured at most once per call.
     ``max_always_tokens`` caps the always tier of the whole call (all pools
     together), as for :func:`retrieve`.
+
+    ``always_pool=True`` loads every active always-scope entry, even one
+    whose type no pool accepts: those load in one more pool named
+    ``"always"``, after the others, in input order, outside every budget
+    and counted by ``max_always_tokens``. The key is there only when at
+    least one entry loads in it; the other pools get exactly what they get
+    without the option. A pool of the caller's named ``"always"`` is then
+    refused (``ValueError``).
+
+    >>> store = [{"id": "fix", "type": "correction", "scope": "always"},
+    ...          {"id": "t", "type": "task"}]
+    >>> got = retrieve_pools(store, [Pool("tasks", 10, 5, types=("task",))],
+    ...                      always_pool=True)
+    >>> {name: [e["id"] for e in picked] for name, picked in got.items()}
+    {'tasks': ['t'], 'always': ['fix']}
     """
-    checked = _check_pools(pools)
+    checked = _call_pools(_check_pools(pools), always_pool)
     call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
     taken: Set[int] = set()
     result: Dict[str, List[E]] = {}
     for pool in checked:
         picked = call.fill(pool, taken=taken)
         taken.update(id(entry) for entry in picked)
-        result[pool.name] = picked
+        if _shown(pool, len(picked)):
+            result[pool.name] = picked
     call.always.check_ceiling()
     return result
 
@@ -1107,7 +1125,10 @@ class _AlwaysTier:
     Each entry lands in at most one pool, so a type's always-scope entries
     load in the first pool of the call that accepts the type; a later pool
     that accepts it too finds them taken. (An entry object is of one type and
-    one scope, so no other pool's pick can be one of them.)
+    one scope, so no other pool's pick can be one of them.) With
+    ``always_pool=True`` a call ends with one more pool of every type and no
+    room (:data:`_ALWAYS_POOL`): its load is the tier no pool's types
+    accepted, so then every usable always-scope entry loads.
     """
 
     __slots__ = ("by_type", "cost", "entries", "limit", "loaded", "pools")
@@ -1266,9 +1287,11 @@ class _Call:
         lazy = trace is None and self.options is not None and bool(self.query.words)
         message_max = _message_factor(len(self.query.words), self.query)
         contextual: List[Any] = []
-        members = [i for entry_type, listed in self.contextual.items()
-                   if pool.accepts(entry_type) for i in listed]
-        members += [i for i in self.unkeyed if pool.accepts(entries[i].get("type", "note"))]
+        members: List[int] = []
+        if pool is not _ALWAYS_POOL:  # (always_pool=True: that pool holds its always tier alone)
+            members = [i for entry_type, listed in self.contextual.items()
+                       if pool.accepts(entry_type) for i in listed]
+            members += [i for i in self.unkeyed if pool.accepts(entries[i].get("type", "note"))]
         for i in members:
             if id(entries[i]) in taken:
                 continue
@@ -1498,6 +1521,7 @@ def explain_pools(
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
     max_always_tokens: Optional[int] = None,
+    always_pool: bool = False,
 ) -> Explanation:
     """Run :func:`retrieve_pools` and say why each entry was or was not loaded.
 
@@ -1518,8 +1542,14 @@ def explain_pools(
     entry raises here where :func:`retrieve_pools` would not have asked.
     With ``max_always_tokens``, an always tier costing more raises
     :class:`AlwaysScopeOverflowError`, as :func:`retrieve_pools` does.
+
+    With ``always_pool=True`` (see :func:`retrieve_pools`), an always-scope
+    entry whose type no pool accepts is ``always`` in the pool ``"always"``
+    rather than ``no_pool``, and that pool has a ledger (no budget: its
+    ``always`` and ``always_tokens`` count its entries) only when at least
+    one entry loads in it.
     """
-    checked = _check_pools(pools)
+    checked = _call_pools(_check_pools(pools), always_pool)
     call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
     trace: Dict[int, Decision] = {}
     ledgers: Dict[str, Ledger] = {}
@@ -1527,6 +1557,8 @@ def explain_pools(
     for pool in checked:
         picked = call.fill(pool, taken=taken, trace=trace, ledgers=ledgers)
         taken.update(id(entry) for entry in picked)
+        if not _shown(pool, len(picked)):
+            del ledgers[pool.name]
     call.always.check_ceiling()
     active = set(call.active)
     decisions = []
@@ -1604,7 +1636,24 @@ class PreparedStore:
     Tenants: with ``partition_key="user_id"`` the store is prepared per value
     of that key, and a query whose ``where`` names that key (as a tenant
     filter does) walks only that tenant's entries, so it costs what the
-    tenant's share costs. A query without it reads every entry (stateless).
+    tenant's share costs.
+
+    Filters on any other key need no declaring: a ``where`` without the
+    partition key (any ``where``, on an unpartitioned store) walks a *view*.
+    The first query that filters on a key groups the entries by their value
+    of it (one pass, then kept current by every write), and the first query
+    for a value indexes that value's entries alone, so it too costs what the
+    matching share costs, and answers exactly the same. Memory: a view costs
+    one index per value queried (a key's values hold each entry at most
+    once: at most one more index of the store per key) and 8 bytes per entry
+    for its groups; the store keeps the views of at most four keys, dropping
+    the least recently used. A key that some entry holds an unhashable value
+    for (a list, a set: it may equal a filter's value, as a set equals a
+    frozenset) gets no parts; on an unpartitioned store a value more than
+    half the entries hold walks the whole index, filtered (about what its
+    matching half would cost, at most twice), rather than copy most of it.
+    On a partitioned store, a filter none of whose keys a view serves
+    reads every entry (stateless).
 
     ``scorer`` is what queries score with unless they name another; a
     :func:`make_scorer` scorer is indexed with its word reader
@@ -1660,13 +1709,27 @@ class PreparedStore:
     # invariants:
     # 1) _slots holds every entry ever written since the last rebuild, in
     #    write order; a deleted one is _DELETED there, and its position is in
-    #    _gaps (sorted). The live entries, in order, are the store's entries.
+    #    _gaps (sorted; a delete puts a new list there, as a query's positions
+    #    may read the old one after the lock is released). The live entries,
+    #    in order, are the store's entries.
     # 2) Each part (one per partition value; one in all when unpartitioned)
     #    is an _Index over its entries in slot order, with slots[n] the slot
     #    of its n-th entry (None for the one part: the n-th slot); a deleted
-    #    entry is _DELETED in its part too.
+    #    entry is _DELETED in its part too. A part's slots are only ever
+    #    appended to, never changed in the middle (positions read them late).
     # 3) _by_id maps each hashable id held by one entry to its slot, and
     #    _shared_ids each id held by several to their slots.
+    # 4) _views maps at most _VIEW_KEYS filter keys, least recently queried
+    #    first, to a _View. In the view of key k, members[v] lists ascending
+    #    the live slots whose entry holds k with a hashable value that a dict
+    #    files under v, and members[_ODD] those holding an unhashable value;
+    #    an entry lacking k is in no list, and no list is empty. parts[v],
+    #    when built, is a part as in 2) whose live slots are members[v]: the
+    #    index of members[v] at its build, kept since (an add appends, an
+    #    upsert in place replaces, a delete leaves _DELETED). A write that
+    #    would put a slot in the middle of a built part's slots drops that
+    #    part instead (it is built again, from members, when next queried),
+    #    and a view that holds _ODD has no parts at all.
 
     @property
     def entries(self) -> List[Mapping[str, Any]]:
@@ -1703,9 +1766,10 @@ class PreparedStore:
         shared_ids: Dict[Any, List[int]] = {}
         for slot, entry in enumerate(listed):
             _file_id(by_id, shared_ids, entry.get("id"), slot)
+        views: Dict[str, _View] = {}  # every view is made again when next queried
         with self._lock:
             self._slots, self._gaps, self._parts = listed, gaps, parts
-            self._by_id, self._shared_ids = by_id, shared_ids
+            self._by_id, self._shared_ids, self._views = by_id, shared_ids, views
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """Add one entry at the end, without a rebuild; it is never mutated."""
@@ -1742,7 +1806,8 @@ class PreparedStore:
                         f" delete it, then add the new one"
                     )
             part.index.replace(n, entry)
-            self._slots[slot] = entry
+            replaced, self._slots[slot] = self._slots[slot], entry
+            self._keep_views(slot, replaced, entry)
 
     def delete(self, entry_id: Any) -> None:
         """Remove the stored entry with this ``id``, without a rebuild.
@@ -1756,9 +1821,11 @@ class PreparedStore:
                 raise KeyError(f"no stored entry has id={entry_id!r}")
             part, n = self._locate(slot)
             part.index.remove(n)
-            self._slots[slot] = _DELETED
-            bisect.insort(self._gaps, slot)
+            deleted, self._slots[slot] = self._slots[slot], _DELETED
+            self._gaps = gaps = self._gaps[:]  # a new list (invariant 1)
+            bisect.insort(gaps, slot)
             del self._by_id[entry_id]  # a shared id is refused before this
+            self._keep_views(slot, deleted, None)
 
     def get(self, entry_id: Any, default: Optional[Mapping[str, Any]] = None,
             ) -> Optional[Mapping[str, Any]]:
@@ -1786,17 +1853,21 @@ class PreparedStore:
         now: Optional[datetime] = None,
         where: Optional[Mapping[str, Any]] = None,
         max_always_tokens: Optional[int] = None,
+        always_pool: bool = False,
     ) -> Dict[str, List[Mapping[str, Any]]]:
         """What :func:`retrieve_pools` gives over the stored entries (``where`` as for decide).
 
-        ``scorer=None`` (in every query method) is the store's own scorer.
+        ``scorer=None`` (in every query method) is the store's own scorer;
+        ``always_pool`` (in every query method) is as for :func:`retrieve_pools`,
+        over the kept entries.
         """
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
-        walked = self._walk(checked, context, scorer, now, [], where, None, max_always_tokens)
+        walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [], where,
+                            None, max_always_tokens)
         if walked is None:
             decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
-                                  max_always_tokens=max_always_tokens)
+                                  max_always_tokens=max_always_tokens, always_pool=always_pool)
             return {name: [d.entry for d in picked] for name, picked in decided.items()}
         entries, filled, _, _ = walked
         get = entries.__getitem__
@@ -1814,6 +1885,7 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]] = None,
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
+        always_pool: bool = False,
     ) -> Explanation:
         """What :func:`explain_pools` gives over the stored entries (every entry is read).
 
@@ -1826,7 +1898,8 @@ class PreparedStore:
         scorer = self.scorer if scorer is None else scorer
         keep = _both(_matcher(where), include)
         entries = self._entries_with(_check_entries(extra))
-        return self._stateless(entries, checked, context, scorer, now, keep, max_always_tokens)
+        return self._stateless(entries, checked, context, scorer, now, keep, max_always_tokens,
+                               always_pool)
 
     def decide(
         self,
@@ -1839,6 +1912,7 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]] = None,
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
+        always_pool: bool = False,
     ) -> Dict[str, List[Decision]]:
         """The loaded entries of each pool as Decisions (score, cost, rank), in load order.
 
@@ -1851,26 +1925,27 @@ class PreparedStore:
         partition alone. The result equals ``explain_pools(...).loaded()``
         over the kept entries; a Decision's ``index`` is its position among
         the stored entries followed by ``extra``. ``max_always_tokens`` is as
-        for :func:`retrieve_pools`, over the kept entries.
+        for :func:`retrieve_pools`, over the kept entries, and so is
+        ``always_pool`` (an always-scope entry filtered out does not load).
         """
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         extra = _check_entries(extra)
-        walked = self._walk(checked, context, scorer, now, extra, where, include,
-                            max_always_tokens)
+        walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, extra,
+                            where, include, max_always_tokens)
         if walked is None:
             entries = self._entries_with(extra)
             keep = _both(_matcher(where), include)
             return self._stateless(entries, checked, context, scorer, now, keep,
-                                   max_always_tokens).loaded()
-        entries, filled, positions, cost = walked
+                                   max_always_tokens, always_pool).loaded()
+        chosen, filled, positions, cost = walked
         out: Dict[str, List[Decision]] = {}
         for name, got in filled.items():
-            decided = [_loaded(entries[i], at, "always", name, None, cost(i), rank)
+            decided = [_loaded(chosen[i], at, "always", name, None, cost(i), rank)
                        for rank, (i, at) in enumerate(zip(got.always, positions(got.always)))]
             ranked = len(decided)
             selected = [p.position for p in got.selected]
-            decided += [_loaded(entries[i], at, "selected", name, p.score, p.cost, ranked + n)
+            decided += [_loaded(chosen[i], at, "selected", name, p.score, p.cost, ranked + n)
                         for n, (i, at, p) in enumerate(zip(
                             selected, positions(selected), got.selected))]
             out[name] = decided
@@ -1886,7 +1961,7 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-    ) -> Optional[Tuple[List[Mapping[str, Any]], Dict[str, _Filled],
+    ) -> Optional[Tuple[Dict[int, Mapping[str, Any]], Dict[str, _Filled],
                         Callable[[List[int]], List[int]], Callable[[int], int]]]:
         """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
 
@@ -1895,27 +1970,22 @@ class PreparedStore:
 
         None when the walk cannot answer: a scorer other than the default
         score with this index's word reader, or a partitioned store queried
-        without its partition key.
+        with no filter a part serves (:meth:`_part_for`).
         """
         keep = _both(_matcher(where), include)
-        key = self.partition_key
-        routed = key is None or (where is not None and key in where)
         options = _options_of(scorer)
-        if options is None or not options._walks_with(self.words) or not routed:
+        if options is None or not options._walks_with(self.words):
             return None
         with self._lock:  # a query never sees a write half done
-            if key is None:
-                part: Optional[_Part] = self._parts[_WHOLE]
-            else:
-                value = cast(Mapping[str, Any], where)[key]
-                part = self._parts.get(value) if _hashable(value) else None
-            index = part.index if part is not None else self._engine(
-                self.token_counter, self.is_active, self.words)
+            part = self._part_for(where)
+            if part is None:
+                return None
+            index = part.index
             entries = index.entries + extra if extra else index.entries
             query = index.query(entries, context, now, keep, max_always_tokens, options)
             filled = query.run(pools)
             stored, live = len(index.entries), len(self)
-            slots = part.slots if part is not None else None
+            slots = part.slots
             gaps = self._gaps
 
             def position(n: int) -> int:  # among the live entries, then the extras
@@ -1929,7 +1999,12 @@ class PreparedStore:
                     return numbers
                 return [position(n) for n in numbers]
 
-            return entries, filled, positions, query.cost
+            # The loaded entries and their costs, read under the lock: a write
+            # after it replaces the index's list items in place.
+            chosen = {i: entries[i] for got in filled.values()
+                      for i in chain(got.always, map(_POSITION, got.selected))}
+            costs = {i: query.cost(i) for i in chosen}
+            return chosen, filled, positions, costs.__getitem__
 
     def _check_new(self, entry: Any) -> None:
         if not isinstance(entry, Mapping):
@@ -1953,6 +2028,118 @@ class PreparedStore:
             part.slots.append(slot)
         self._slots.append(entry)
         _file_id(self._by_id, self._shared_ids, entry.get("id"), slot)
+        self._keep_views(slot, None, entry)
+
+    def _part_for(self, where: Optional[Mapping[str, Any]]) -> Optional[_Part]:
+        """The part a query filtered by ``where`` walks (under the lock); None: no part serves.
+
+        A ``where`` naming the partition key walks that partition; else one
+        of its keys walks its view's part (:meth:`_view_part`); else an
+        unpartitioned store walks its whole index. ``where`` itself still
+        filters every entry the walk reads.
+        """
+        key = self.partition_key
+        if key is not None and where is not None and key in where:
+            value = where[key]
+            part = self._parts.get(value) if _hashable(value) else None
+            return part if part is not None else self._part_of([])
+        part = self._view_part(where) if where else None
+        if part is None and key is None:
+            return self._parts[_WHOLE]
+        return part
+
+    def _view_part(self, where: Mapping[str, Any]) -> Optional[_Part]:
+        """The part of ``where``'s value in the view of one of its keys; None: no view serves.
+
+        Keys already viewed are tried first, then the others, each in
+        ``where``'s order; a key is viewed when first tried. A view passes
+        when an entry holds an unhashable value for its key, and so does a
+        value more than half the entries hold on an unpartitioned store
+        (its whole index, filtered, costs about what that half would, at
+        most twice, and is not copied).
+        """
+        views = self._views
+        keys = [key for key, value in where.items() if _hashable(value)]
+        keys.sort(key=lambda key: key not in views)  # (a stable sort: where's order within)
+        for key in keys:
+            view = views.pop(key, None)
+            if view is None:
+                view = self._view_of(key)
+                while len(views) >= _VIEW_KEYS:
+                    del views[next(iter(views))]  # the least recently queried key
+            views[key] = view  # the most recently queried key last
+            if _ODD in view.members:
+                continue
+            members = view.members.get(where[key])
+            if members is None:
+                return self._part_of([])
+            part = view.parts.get(where[key])
+            if part is None:
+                if self.partition_key is None and 2 * len(members) > len(self):
+                    continue
+                part = view.parts[where[key]] = self._part_of(members)
+            return part
+        return None
+
+    def _view_of(self, key: str) -> _View:
+        """The view of ``key``: the live entries' slots grouped by value, in one pass."""
+        view = _View()
+        members = view.members
+        for slot, entry in enumerate(self._slots):
+            value = _view_value(entry, key)  # (a deleted slot holds no key)
+            if value is not _MISSING:
+                if value not in members:
+                    members[value] = _positions()
+                members[value].append(slot)
+        return view
+
+    def _part_of(self, members: Sequence[int]) -> _Part:
+        """A part indexing the entries of these live slots (ascending)."""
+        part = _Part(self._engine, self.token_counter, self.is_active, _positions(members),
+                     self.words)
+        part.index.build([self._slots[slot] for slot in members])
+        return part
+
+    def _keep_views(self, slot: int, old: Optional[Mapping[str, Any]],
+                    new: Optional[Mapping[str, Any]]) -> None:
+        """Keep every view current (invariant 4) as ``slot`` changes from ``old`` to ``new``.
+
+        None is no entry: ``old`` of an add, ``new`` of a delete.
+        """
+        for key, view in self._views.items():
+            members, parts = view.members, view.parts
+            before, after = _view_value(old, key), _view_value(new, key)
+            group = members.get(before)  # None: the entry was in no group
+            if group is not None and group is members.get(after):  # the same group: in place
+                part = parts.get(before)
+                if part is not None:
+                    part.index.replace(_slot_at(part, slot), cast(Mapping[str, Any], new))
+                continue
+            if group is not None:  # out of its old group
+                del group[bisect.bisect_left(group, slot)]
+                part = parts.get(before)
+                if not group:
+                    del members[before]
+                    parts.pop(before, None)
+                elif part is not None and new is None:
+                    part.index.remove(_slot_at(part, slot))
+                elif part is not None:
+                    del parts[before]  # (a part's slots never lose one: invariant 2)
+            if after is not _MISSING:  # into its new group
+                group = members.get(after)
+                if group is None:
+                    group = members[after] = _positions()
+                bisect.insort(group, slot)
+                part = parts.get(after)
+                if part is not None:
+                    held = cast(MutableSequence[int], part.slots)
+                    if held and held[-1] > slot:
+                        del parts[after]  # built again, in slot order, when next queried
+                    else:
+                        held.append(slot)
+                        part.index.insert(cast(Mapping[str, Any], new))
+            if _ODD in members:
+                parts.clear()
 
     def _locate(self, slot: int) -> Tuple[_Part, int]:
         """The part that holds a stored slot, and the slot's position in it."""
@@ -1993,13 +2180,15 @@ class PreparedStore:
         now: Optional[datetime],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
+        always_pool: bool = False,
     ) -> Explanation:
         """explain_pools over the kept entries, with indices into ``entries``."""
         kept = list(range(len(entries))) if include is None else [
             i for i, entry in enumerate(entries) if include(entry)]
         got = explain_pools([entries[i] for i in kept], pools, context, scorer=scorer,
                             token_counter=self.token_counter, is_active=self.is_active,
-                            now=now, max_always_tokens=max_always_tokens)
+                            now=now, max_always_tokens=max_always_tokens,
+                            always_pool=always_pool)
         if include is None:
             return got
         return Explanation(
@@ -2083,6 +2272,37 @@ class _Part:
                  words: Optional[WordReader]) -> None:
         self.index = engine(token_counter, is_active, words)
         self.slots = slots  # ascending; None: the n-th entry is in the n-th slot
+
+
+def _slot_at(part: _Part, slot: int) -> int:
+    """The position of a store slot in a part that holds it."""
+    return bisect.bisect_left(cast(MutableSequence[int], part.slots), slot)
+
+
+_VIEW_KEYS = 4  # a PreparedStore keeps the views of this many filter keys at most
+_ODD = object()  # a view's group of the entries whose value is unhashable
+
+
+class _View:
+    """A PreparedStore's entries grouped by their value of one filter key (invariant 4)."""
+
+    __slots__ = ("members", "parts")
+
+    def __init__(self) -> None:
+        self.members: Dict[Any, MutableSequence[int]] = {}  # value -> its live slots, ascending
+        self.parts: Dict[Any, _Part] = {}  # value -> the part of its members, once queried
+
+
+def _view_value(entry: Optional[Mapping[str, Any]], key: str) -> Any:
+    """The group of ``entry`` in the view of ``key``: its value, _ODD, or _MISSING (no group).
+
+    An entry lacking the key is in no group, as a ``where`` on it keeps no
+    such entry; neither is "no entry" (None).
+    """
+    if entry is None or key not in entry:
+        return _MISSING
+    value = entry[key]
+    return value if _hashable(value) else _ODD
 
 
 class _Facts:
@@ -2577,7 +2797,8 @@ class _PreparedQuery:
         for pool in pools:
             filled = self.fill(pool, taken)  # (its always tier is no later pool's: _AlwaysTier)
             taken.update(map(id, map(get, map(_POSITION, filled.selected))))
-            out[pool.name] = filled
+            if _shown(pool, len(filled.always)):
+                out[pool.name] = filled
         self.always.check_ceiling()
         return out
 
@@ -3116,6 +3337,33 @@ def _check_types(name: str, types: Any) -> Optional[Tuple[str, ...]]:
     if isinstance(types, (set, frozenset)):
         items.sort()
     return tuple(items)
+
+
+#: ``always_pool=True``: the private pool a call fills after the caller's. It has
+#: no room (0 tokens, 0 entries) and takes every type, so :meth:`_AlwaysTier.load`
+#: gives it exactly the always-scope entries that no earlier pool's types
+#: accepted, and nothing else: every engine's fill ends with its always tier.
+_ALWAYS_POOL = Pool("always", 0, 0)
+
+
+def _call_pools(pools: List[Pool], always_pool: Any) -> List[Pool]:
+    """The pools a call fills: ``pools``, then :data:`_ALWAYS_POOL` when ``always_pool``."""
+    if not isinstance(always_pool, bool):
+        raise TypeError(f"always_pool must be a bool, got {always_pool!r}")
+    if not always_pool:
+        return pools
+    if any(pool.name == _ALWAYS_POOL.name for pool in pools):
+        raise ValueError(
+            f"a pool is named {_ALWAYS_POOL.name!r}, the name always_pool=True gives to the"
+            " always-scope entries no pool's types accept: rename that pool, or pass"
+            " always_pool=False"
+        )
+    return [*pools, _ALWAYS_POOL]
+
+
+def _shown(pool: Pool, loaded: int) -> bool:
+    """Whether a pool is in the result: every caller's pool; the private one when it loaded."""
+    return pool is not _ALWAYS_POOL or loaded > 0
 
 
 def _check_score(value: Any, label: str) -> Any:

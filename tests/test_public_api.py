@@ -1,7 +1,8 @@
 """Pins the public API of the core: names, signatures, version, typing marker.
 
 Adding a public name to the core means adding it to PUBLIC_NAMES below (and
-nowhere else in this file).
+nowhere else in this file); a name the package adds beside the core's goes
+in PACKAGE_NAMES.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ PUBLIC_NAMES = sorted([
     "unicode_words",
 ])
 
+#: What poolsplit_core exports beside the vendorable file's names (not in the file).
+PACKAGE_NAMES = ["check_entries"]
+
 KEYWORD_ONLY_DEFAULTS = {
     "scorer": core.default_scorer,
     "token_counter": core.default_token_counter,
@@ -54,9 +58,20 @@ def test_core_module_all_is_exactly_the_pinned_public_names():
 
 
 def test_package_reexports_the_same_names_as_the_same_objects():
-    assert sorted(poolsplit_core.__all__) == PUBLIC_NAMES
+    assert sorted(poolsplit_core.__all__) == sorted(PUBLIC_NAMES + PACKAGE_NAMES)
     for name in PUBLIC_NAMES:
         assert getattr(poolsplit_core, name) is getattr(core, name), name
+
+
+def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them():
+    from poolsplit_core import checks
+
+    assert poolsplit_core.check_entries is checks.check_entries
+    assert not hasattr(core, "check_entries")
+    assert list(inspect.signature(checks.check_entries).parameters) == ["entries"]
+    assert list(inspect.signature(checks.entry_problems).parameters) == ["entry", "label"]
+    assert list(inspect.signature(checks.refuse_bad_entries).parameters) == ["entries",
+                                                                            "labels"]
 
 
 @pytest.mark.parametrize("name", [n for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")])
@@ -112,11 +127,12 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
         ("engine", inspect.Parameter.KEYWORD_ONLY, "auto"),
     ]
     for method, keywords in (
-        (core.PreparedStore.retrieve_pools, ["scorer", "now", "where", "max_always_tokens"]),
+        (core.PreparedStore.retrieve_pools,
+         ["scorer", "now", "where", "max_always_tokens", "always_pool"]),
         (core.PreparedStore.explain_pools,
-         ["scorer", "now", "extra", "where", "include", "max_always_tokens"]),
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
         (core.PreparedStore.decide,
-         ["scorer", "now", "extra", "where", "include", "max_always_tokens"]),
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
     ):
         params = inspect.signature(method).parameters.values()
         assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == [
@@ -124,20 +140,23 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
         assert [p.name for p in params if p.kind is p.KEYWORD_ONLY] == keywords
 
 
-@pytest.mark.parametrize(("function", "positional"), [
+@pytest.mark.parametrize(("function", "positional", "keywords"), [
     (core.retrieve, [("entries", inspect.Parameter.empty), ("pool", inspect.Parameter.empty),
-                     ("context", None)]),
+                     ("context", None)], KEYWORD_ONLY_DEFAULTS),
     (core.retrieve_pools, [("entries", inspect.Parameter.empty),
-                           ("pools", inspect.Parameter.empty), ("context", None)]),
+                           ("pools", inspect.Parameter.empty), ("context", None)],
+     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False}),
     (core.explain_pools, [("entries", inspect.Parameter.empty),
-                          ("pools", inspect.Parameter.empty), ("context", None)]),
+                          ("pools", inspect.Parameter.empty), ("context", None)],
+     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False}),
 ])
-def test_entry_points_take_scorer_counter_activity_and_now_as_keyword_only(function, positional):
+def test_entry_points_take_scorer_counter_activity_and_now_as_keyword_only(function, positional,
+                                                                           keywords):
     params = list(inspect.signature(function).parameters.values())
     head = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     tail = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
     assert [(p.name, p.default) for p in head] == positional
-    assert tail == KEYWORD_ONLY_DEFAULTS
+    assert list(tail.items()) == list(keywords.items())
     assert len(head) + len(tail) == len(params)
 
 
