@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import platform
 import random
 import statistics
@@ -256,6 +257,155 @@ def bench_tenants(n: int, tenants: int, queries: list[dict]) -> dict:
             "ratio": one["median_ms"] / own["median_ms"], "identical": agree}
 
 
+def _tenant_profile(n: int, count: int) -> tuple[list[dict], list[dict], list[str]]:
+    """The ``tenants`` profile's store (100 entries a tenant), contexts, random tenants."""
+    from profiles import PROFILES  # (profiles imports this module: not at the top)
+
+    profile = PROFILES["tenants"]
+    store = profile.make(n)
+    rng = random.Random(37)
+    users = sorted({entry["user_id"] for entry in store})
+    return store, profile.queries(count, 31), [rng.choice(users) for _ in range(count)]
+
+
+def first_uses(query, tenants: list[str], contexts: list[dict]) -> tuple[float, list[float]]:
+    """Seconds of the first query on the key, then of the first query of each other tenant."""
+    start = time.perf_counter()
+    query(tenants[0], contexts[0])
+    first_key = time.perf_counter() - start
+    first_value = []
+    for tenant, context in zip(tenants, contexts):
+        if tenant != tenants[0] and tenant not in tenants[:tenants.index(tenant)]:
+            start = time.perf_counter()
+            query(tenant, context)
+            first_value.append(time.perf_counter() - start)
+    return first_key, first_value
+
+
+def bench_undeclared(n: int, count: int) -> dict:
+    """A filter on a key no store declared: ``where={"user_id": t}`` on a store without partitions.
+
+    The ``tenants`` profile (1,000 tenants at 100k) in a PreparedStore built
+    without ``partition_key``, queried for ``count`` random tenants, against
+    the same query on a PreparedStore of that tenant's entries alone, per
+    engine. The first query on the key (grouping every entry by it) and the
+    first query of each tenant (indexing its entries) are timed apart; the
+    steady figures follow them. ``stateless`` is ``explain_pools`` with the
+    same filter: every entry read, the path such a filter took before views.
+    """
+    store, contexts, tenants = _tenant_profile(n, count)
+    mine: dict[str, list[dict]] = {}
+    for entry in store:
+        mine.setdefault(entry["user_id"], []).append(entry)
+    out: dict = {"n": n, "tenants": len({e["user_id"] for e in store}), "queries": count,
+                 "engines": {}}
+    for engine in ENGINES:
+        shared = PreparedStore(store, engine=engine)  # no partition_key: the filter is undeclared
+        alone = {t: PreparedStore(mine[t], engine=engine) for t in set(tenants)}
+
+        def query(tenant: str, context: dict, shared=shared) -> dict:
+            return shared.retrieve_pools(POOLS, context, now=NOW, where={"user_id": tenant})
+
+        first_key, first_value = first_uses(query, tenants, contexts)
+        for tenant, context in zip(tenants, contexts):  # untimed: the same steady state
+            alone[tenant].retrieve_pools(POOLS, context, now=NOW)
+        shared_t, alone_t, agree = [], [], True
+        for tenant, context in zip(tenants, contexts):
+            start = time.perf_counter()
+            got = query(tenant, context)
+            mid = time.perf_counter()
+            want = alone[tenant].retrieve_pools(POOLS, context, now=NOW)
+            alone_t.append(time.perf_counter() - mid)
+            shared_t.append(mid - start)
+            agree = agree and same(got, want)
+        stateless_t, _ = timed(lambda pair, shared=shared: shared.explain_pools(
+            POOLS, pair[1], now=NOW, where={"user_id": pair[0]}), list(zip(tenants, contexts))[:20])
+        one, own = summary(shared_t), summary(alone_t)
+        out["engines"][engine] = {
+            "first_key_ms": first_key * 1e3, "first_tenant": summary(first_value),
+            "filtered": one, "alone": own, "stateless": summary(stateless_t),
+            "ratio": one["median_ms"] / own["median_ms"],
+            "ratio_p95": one["p95_ms"] / own["p95_ms"], "identical": agree}
+        del shared, alone
+    return out
+
+
+def bench_undeclared_langchain(n: int, count: int) -> dict | None:
+    """The same through LangChain's retriever: ``invoke(q, filter={"team": t})``, undeclared.
+
+    Each tenant is a team here (metadata ``team``), and the retriever is
+    built with ``require_filter_keys=()``; against a retriever over that
+    team's documents alone. None when LangChain is not installed.
+    """
+    try:
+        from langchain_core.documents import Document
+
+        from poolsplit_integrations import langchain as lc
+    except ImportError:
+        return None
+    for name in ("poolsplit", "poolsplit_integrations"):  # (no correction type in a pool's data)
+        logging.getLogger(name).setLevel(logging.ERROR)
+    store, contexts, tenants = _tenant_profile(n, count)
+    teams = ["t" + tenant[1:] for tenant in tenants]
+    docs = [Document(id=e["id"], page_content=e["content"],
+                     metadata={**{k: v for k, v in e.items() if k not in ("id", "content")},
+                               "team": "t" + e["user_id"][1:]})
+            for e in store]
+    start = time.perf_counter()
+    shared = lc.PoolSplitRetriever(documents=docs, pools=POOLS, now=NOW, require_filter_keys=())
+    build_s = time.perf_counter() - start
+    alone = {team: lc.PoolSplitRetriever(
+        documents=[d for d in docs if d.metadata["team"] == team], pools=POOLS, now=NOW,
+        require_filter_keys=()) for team in set(teams)}
+
+    def query(team: str, context: dict) -> list:
+        return shared.invoke(context["message"], filter={"team": team})
+
+    first_key, first_value = first_uses(query, teams, contexts)
+    for team, context in zip(teams, contexts):
+        alone[team].invoke(context["message"])
+    shared_t, alone_t, agree = [], [], True
+    for team, context in zip(teams, contexts):
+        start = time.perf_counter()
+        got = query(team, context)
+        mid = time.perf_counter()
+        want = alone[team].invoke(context["message"])
+        alone_t.append(time.perf_counter() - mid)
+        shared_t.append(mid - start)
+        agree = agree and [d.id for d in got] == [d.id for d in want]
+    one, own = summary(shared_t), summary(alone_t)
+    return {"n": n, "queries": count, "engine": shared._live.store.engine, "build_s": build_s,
+            "first_key_ms": first_key * 1e3, "first_tenant": summary(first_value),
+            "filtered": one, "alone": own, "ratio": one["median_ms"] / own["median_ms"],
+            "ratio_p95": one["p95_ms"] / own["p95_ms"], "identical": agree}
+
+
+def print_undeclared(core: dict, chain: dict | None) -> None:
+    """The undeclared-filter figures as a small table (ms; median and p95)."""
+    print(f"undeclared filter -- {core['n']} entries, {core['tenants']} tenants, no"
+          f" partition_key; {core['queries']} queries over random tenants, one tenant's"
+          " query against the same query on a store of its entries alone")
+    head = (f"{'path':<40} | {'first key':>9} | {'first tenant':>16} | {'filtered':>16} |"
+            f" {'tenant alone':>16} | {'ratio':>11} | {'stateless':>9} | same")
+    print(head)
+    print("-" * len(head))
+    lines = [(f'PreparedStore {engine}, where={{"user_id"}}', row)
+             for engine, row in core["engines"].items()]
+    if chain is not None:
+        lines.append((f'LangChain ({chain["engine"]}), filter={{"team"}}', chain))
+    for name, row in lines:
+        f, o, a = row["first_tenant"], row["filtered"], row["alone"]
+        stateless = f"{row['stateless']['median_ms']:>9.1f}" if "stateless" in row else " " * 9
+        print(f"{name:<40} | {row['first_key_ms']:>9.1f} | {f['median_ms']:>6.2f} p95"
+              f" {f['p95_ms']:>5.2f} | {o['median_ms']:>6.2f} p95 {o['p95_ms']:>5.2f} |"
+              f" {a['median_ms']:>6.2f} p95 {a['p95_ms']:>5.2f} |"
+              f" {row['ratio']:>4.2f} / {row['ratio_p95']:>4.2f} | {stateless} |"
+              f" {'yes' if row['identical'] else 'NO'}", flush=True)
+    print("(first key: the first query on the key, grouping every entry; first tenant: the first"
+          " query of each other tenant, indexing its entries; ratio: filtered / alone, median /"
+          " p95; stateless: explain_pools with the filter, median of 20, every entry read)")
+
+
 # The CJK profile: Chinese text without spaces, read with the Unicode reader
 # (CJK runs as overlapping bigrams) and counted with the CJK counter.
 UNICODE = make_scorer(words=unicode_words)
@@ -344,6 +494,10 @@ def main() -> int:
                         help="tenants in the largest size's multi-tenant store (0: skip)")
     parser.add_argument("--cjk-sizes", type=int, nargs="*", default=[1_000, 10_000],
                         help="sizes of the CJK profile (Unicode reader, CJK counter); none: skip")
+    parser.add_argument("--undeclared-n", type=int, default=100_000,
+                        help="entries of the undeclared-filter store (tenants profile; 0: skip)")
+    parser.add_argument("--undeclared-queries", type=int, default=200,
+                        help="queries over random tenants in the undeclared-filter section")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results.json"))
     args = parser.parse_args()
     queries = make_queries(args.queries)
@@ -391,14 +545,24 @@ def main() -> int:
                   f" {p['median_ms']:>6.2f} p95 {p['p95_ms']:>5.2f} |"
                   f" {row['prepared_speedup']:>6.0f}x | {row['build_s']:>7.2f} |"
                   f" {'yes' if row['identical'] else 'NO'}", flush=True)
+    undeclared: dict | None = None
+    if args.undeclared_n:
+        undeclared = {"core": bench_undeclared(args.undeclared_n, args.undeclared_queries),
+                      "langchain": bench_undeclared_langchain(args.undeclared_n,
+                                                              args.undeclared_queries)}
+        print_undeclared(undeclared["core"], undeclared["langchain"])
     out = Path(args.out)
     out.write_text(json.dumps({"pools": [p.name for p in POOLS], "rows": rows,
-                               "tenants": tenancy, "cjk": cjk_rows}, indent=2) + "\n")
+                               "tenants": tenancy, "cjk": cjk_rows, "undeclared": undeclared},
+                              indent=2) + "\n")
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     print("(median and p95 per query; prepared: after one untimed pass over the queries;"
           f" build: median of {BUILDS}; x = reference median / path median; written to {shown})")
     agree = (all(row["identical"] for row in rows + cjk_rows)
-             and (tenancy is None or tenancy["identical"]))
+             and (tenancy is None or tenancy["identical"])
+             and (undeclared is None or all(
+                 row["identical"] for row in [*undeclared["core"]["engines"].values(),
+                                              undeclared["langchain"] or {"identical": True}])))
     return 0 if agree else 1
 
 

@@ -1,18 +1,20 @@
 r"""The ``poolsplit`` command: the demo, and pool-split retrieval on your own store.
 
 Standard library only (``argparse``, ``json``); the engine is
-:mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`. Five commands::
+:mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`, the
+store checks :mod:`poolsplit_core.checks`. Six commands::
 
     poolsplit demo [--lang en|zh] [--json]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
                        [--message TEXT] [--project P] [--tag T ...] [--now ISO]
-                       [--words ascii|unicode] [--tokens default|cjk] [--json]
-    poolsplit explain  STORE (same pool and context options) [--id ID] [--json]
+                       [--words ascii|unicode] [--tokens default|cjk] [--json] [--no-strict]
+    poolsplit explain  STORE (same pool and context options) [--id ID] [--json] [--no-strict]
+    poolsplit check    STORE
     poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
-                       [--depth M] [--now ISO] [--json]
+                       [--depth M] [--now ISO] [--json] [--no-strict]
     poolsplit plan     STORE --tokens N [--queries QUERIES.jsonl] [--target 0.9] [--entries N]
                        [--depth M] [--holdout 0.25] [--merge] [--out POOLS.json]
-                       [--now ISO] [--json]
+                       [--now ISO] [--json] [--no-strict]
 
 ``demo`` runs :mod:`poolsplit_core.demo` on the sample store shipped with the
 package: per entry type, on how many of its queries the type loaded at all
@@ -24,6 +26,19 @@ the naive method poolsplit replaces -- one scorer, one budget, no always tier
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
 entries (id, type, score, cost, always) in load order; ``explain`` prints each
 pool's ledger, then why each entry (or only ``--id ID``) was or was not loaded.
+Both load every active correction (``always_pool=True``): one whose type no
+pool takes loads in one more pool, printed as ``always`` like any pool (so
+that name is taken). A pool naming a type no entry has (a typo, usually) is
+run, with a line ``poolsplit: warning: pool 'work' names type 'tsak', which no
+entry has (types in the store: ...)`` on stderr.
+
+``check`` prints every problem of the store's entries, one a line, and exits
+with status 1 (or prints ``ok: N entries, no problem``): the strict reading
+of :func:`~poolsplit_core.checks.check_entries` -- a ``scope`` of ``"Always"``,
+an unreadable ``created``, a ``token_count`` of ``5.0``, ``tags`` written as
+one string ``"db,prod"``, ... . ``retrieve``, ``explain``, ``coverage`` and
+``plan`` refuse such a store (exit 2, naming its first problems); with
+``--no-strict`` they read it as the spec does, leniently.
 
 ``coverage`` runs the pools on a query sample and prints, per type, the
 share of queries on which it loaded at all and on which its best-ranked
@@ -60,8 +75,10 @@ Inputs:
 
 Bad input (a missing or unreadable file, a malformed JSON Lines line -- with
 its line number --, a store that is one object rather than a list, an entry
-that is not an object, a bad pool spec, duplicate pool names, an unparseable
-``--now``, an unknown ``--id``, or anything the core rejects) prints one line
+that is not an object, an entry with a problem without ``--no-strict``, a bad
+pool spec, duplicate pool names, a pool named ``always`` for ``retrieve`` or
+``explain``, an unparseable ``--now``, an unknown ``--id``, or anything the
+core rejects) prints one line
 ``poolsplit: error: ...`` on stderr, writes nothing on stdout and exits with
 status 2.
 
@@ -78,6 +95,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -86,6 +104,7 @@ from typing import Any, NoReturn
 
 from poolsplit_core._plain import ENTRY_KEYS
 from poolsplit_core._text import escape, escape_json, plural, shorten, table
+from poolsplit_core.checks import check_entries
 from poolsplit_core.demo import format_report, run_demo
 from poolsplit_core.demo_zh import format_report_zh, run_demo_zh
 from poolsplit_core.plan import (
@@ -129,11 +148,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name.
 
     Returns:
-        The exit status: 0 on success, 2 on bad input (one line on stderr).
+        The exit status: 0 on success, 1 when ``check`` finds a problem, 2 on
+        bad input (one line on stderr).
     """
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        # What a command reports beside its output: warnings, and its status.
+        args.warnings, args.status = [], 0
         output = args.handler(args)
     except UsageError as exc:
         # One line, whatever exc holds.
@@ -141,8 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help and --version end here
         return exc.code if isinstance(exc.code, int) else 0
+    for warning in args.warnings:
+        _write(sys.stderr, escape(f"poolsplit: warning: {warning}") + "\n")
     _write(sys.stdout, escape(output, keep="\n"))
-    return 0
+    return int(args.status)
 
 
 def _write(stream: Any, text: str) -> None:
@@ -334,11 +358,17 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     lines = []
     for name, decisions in loaded.items():
         ledger = explanation.ledgers[name]
-        lines.append(
-            f"pool {name!r} ({_pool_terms(pools[name])}): {len(decisions)} loaded"
-            f" ({ledger.always} always-scope), {ledger.tokens_used} of"
-            f" {plural(ledger.max_tokens, 'token')} used"
-        )
+        if name not in pools:  # the pool "always": the corrections no pool's types take
+            lines.append(
+                f"pool {name!r} (always-scope entries of the types no pool takes, outside every"
+                f" budget): {len(decisions)} loaded, {plural(ledger.always_tokens, 'token')}"
+            )
+        else:
+            lines.append(
+                f"pool {name!r} ({_pool_terms(pools[name])}): {len(decisions)} loaded"
+                f" ({ledger.always} always-scope), {ledger.tokens_used} of"
+                f" {plural(ledger.max_tokens, 'token')} used"
+            )
         if not decisions:
             lines += ["  (nothing loaded)", ""]
             continue
@@ -356,7 +386,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
 def _cmd_explain(args: argparse.Namespace) -> str:
     request = _Request.from_args(args)
     explanation = request.explain()
-    decisions = _ordered(explanation, request.pools)
+    decisions = _ordered(explanation)
     if args.id is not None:
         decisions = [d for d in decisions if _id(d.entry) == args.id]
         if not decisions:
@@ -388,6 +418,15 @@ def _cmd_explain(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cmd_check(args: argparse.Namespace) -> str:
+    entries = load_store(args.store)
+    problems = check_entries(entries)
+    if problems:
+        args.status = 1
+        return "\n".join(problems) + "\n"
+    return f"ok: {plural(len(entries), 'entry', 'entries')}, no problem\n"
+
+
 def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
     """Say in words why an entry was or was not loaded, starting with its outcome.
 
@@ -401,10 +440,14 @@ def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
     d, entry = decision, decision.entry
     score = "" if d.score is None else f"score {d.score:.3f}"
     cost = plural(d.cost or 0, "token")
+    ledger = ledgers.get(d.pool) if d.pool is not None else None
+    if d.outcome == "always" and d.pool == _ALWAYS_POOL and (
+            ledger is None or (ledger.max_tokens, ledger.max_entries) == (0, 0)):
+        return (f"always: scope=always, and its type {entry.get('type', 'note')!r} is in no"
+                f" pool: loaded in pool {d.pool!r}, outside every budget ({cost}, not charged)")
     if d.outcome == "always":
         return (f"always: scope=always, loaded first in pool {d.pool!r} outside its budget"
                 f" ({cost}, not charged)")
-    ledger = ledgers.get(d.pool) if d.pool is not None else None
     if d.outcome == "selected":
         # rank counts the pool's loads, always-scope first; max_entries caps the rest.
         always = ledger.always if ledger is not None else 0
@@ -437,6 +480,45 @@ def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
 # --------------------------------------------------------------------------
 
 
+#: The pool retrieve and explain load the corrections of the types no pool takes in.
+_ALWAYS_POOL = "always"
+#: How many of a store's problems an error names (``poolsplit check`` prints them all).
+_PROBLEMS_NAMED = 3
+#: How many of a store's types a warning lists.
+_TYPES_LISTED = 20
+
+
+def _checked_store(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The store of ``args``, refused when it has a problem (:func:`check_entries`).
+
+    ``--no-strict`` reads it as the spec does, leniently.
+    """
+    entries = load_store(args.store)
+    problems = check_entries(entries) if args.strict else []
+    if problems:
+        named = "; ".join(problems[:_PROBLEMS_NAMED])
+        rest = len(problems) - _PROBLEMS_NAMED
+        more = f"; and {plural(rest, 'more problem')}" if rest > 0 else ""
+        raise UsageError(
+            f"{_display_name(args.store)}: {plural(len(problems), 'problem')}: {named}{more}"
+            f" (run `poolsplit check {shlex.quote(args.store)}` for all; --no-strict reads the"
+            " store as the spec does)")
+    return entries
+
+
+def _unknown_types(pools: Sequence[Pool], entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A warning per type a pool names that no entry has (a typo, usually); none on no entry."""
+    if not entries:
+        return []
+    present = {kind for kind in (entry.get("type", "note") for entry in entries)
+               if isinstance(kind, str)}
+    listed = sorted(present)
+    shown = ", ".join(listed[:_TYPES_LISTED]) + (", ..." if len(listed) > _TYPES_LISTED else "")
+    return [f"pool {pool.name!r} names type {kind!r}, which no entry has (types in the store:"
+            f" {shown or 'none'})"
+            for pool in pools for kind in pool.types or () if kind not in present]
+
+
 class _Request:
     """A parsed retrieve/explain call: store, pools, context, now."""
 
@@ -458,17 +540,25 @@ class _Request:
         for pool in pools:
             if pool.name in seen:
                 raise UsageError(f"duplicate pool name {pool.name!r}: each pool needs its own name")
+            if pool.name == _ALWAYS_POOL:
+                raise UsageError(
+                    f"pool name {_ALWAYS_POOL!r} is taken: retrieve and explain load the"
+                    " always-scope entries of the types no pool takes in a pool of that name;"
+                    " rename your pool")
             seen.add(pool.name)
         now = None if args.now is None else parse_now(args.now)
         context = {"message": args.message, "project": args.project, "tags": args.tag or []}
         scorer = default_scorer if args.words == "ascii" else make_scorer(words=args.words)
-        return cls(args.store, load_store(args.store), pools, context, now, scorer,
-                   _COUNTERS[args.tokens])
+        entries = _checked_store(args)
+        args.warnings += _unknown_types(pools, entries)
+        return cls(args.store, entries, pools, context, now, scorer, _COUNTERS[args.tokens])
 
     def explain(self) -> Explanation:
+        # always_pool: every correction loads, one of a type no pool takes in the pool "always".
         try:
             return explain_pools(self.entries, self.pools, self.context, now=self.now,
-                                 scorer=self.scorer, token_counter=self.token_counter)
+                                 scorer=self.scorer, token_counter=self.token_counter,
+                                 always_pool=True)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{_display_name(self.store)}: {exc}") from None
 
@@ -512,21 +602,43 @@ def _build_parser() -> argparse.ArgumentParser:
 
     retrieve = commands.add_parser(
         "retrieve", help="fill pools from a store and print what loads",
-        description="Run retrieve_pools on STORE and print, per pool, the loaded entries.",
+        description="Run retrieve_pools on STORE and print, per pool, the loaded entries. Every"
+        " active correction loads: one whose type no pool takes, in one more pool named"
+        " 'always'.",
     )
     _add_request_options(retrieve)
     retrieve.set_defaults(handler=_cmd_retrieve)
 
     explain = commands.add_parser(
         "explain", help="per pool the ledger, then why each entry was or was not loaded",
-        description="Run explain_pools on STORE: the ledger of each pool, then the reason"
-        " for every entry's outcome.",
+        description="Run explain_pools on STORE: the ledger of each pool (the pool 'always'"
+        " too, when a correction's type is in no pool), then the reason for every entry's"
+        " outcome.",
     )
     _add_request_options(explain)
     explain.add_argument("--id", help="explain only the entry with this id")
     explain.set_defaults(handler=_cmd_explain)
+
+    check = commands.add_parser(
+        "check", help="list every problem of a store's entries (exit 1 when there is one)",
+        description="Check every entry of STORE strictly (poolsplit_core.check_entries): a"
+        " scope other than 'always' or 'contextual', an unreadable created time, a token_count"
+        " that is not a positive int, tags written as one string, ... Prints each problem on"
+        " a line and exits 1, or one 'ok' line. retrieve, explain, coverage and plan refuse a"
+        " store with a problem unless --no-strict.",
+    )
+    check.add_argument("store", metavar="STORE",
+                       help="the store (as for retrieve); '-' reads standard input")
+    check.set_defaults(handler=_cmd_check)
     _add_planning_commands(commands)
     return parser
+
+
+def _add_strict_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-strict", dest="strict", action="store_false",
+                        help="read a store with problems (see 'poolsplit check') as the spec"
+                        " does, leniently: e.g. a scope of 'Always' is contextual; by default"
+                        " such a store is refused")
 
 
 def _add_request_options(parser: argparse.ArgumentParser) -> None:
@@ -551,14 +663,15 @@ def _add_request_options(parser: argparse.ArgumentParser) -> None:
                         help="the token estimate: default (len // 4) or cjk (CJK characters"
                         " about one token each)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    _add_strict_option(parser)
 
 
 _COUNTERS: dict[str, TokenCounter] = {"default": default_token_counter, "cjk": cjk_token_counter}
 
 
-def _ordered(explanation: Explanation, pools: Sequence[Pool]) -> list[Decision]:
+def _ordered(explanation: Explanation) -> list[Decision]:
     """Decisions by pool (loaded in load order, then the rest by score), then the rest."""
-    order = {pool.name: i for i, pool in enumerate(pools)}
+    order = {name: i for i, name in enumerate(explanation.ledgers)}  # the pools, in fill order
 
     def key(d: Decision) -> tuple[Any, ...]:
         if d.pool is None:
@@ -784,7 +897,7 @@ def _planning_input(args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     """The store, the queries (``--queries`` or drawn from the store) and where they came from."""
     if args.store == "-" and "-" in (args.queries, getattr(args, "pools", None)):
         raise UsageError("only one input can be '-' (standard input)")
-    store = load_store(args.store)
+    store = _checked_store(args)
     if args.queries is not None:
         return store, load_queries(args.queries), _display_name(args.queries)
     queries = sample_queries(store, DEFAULT_SAMPLE)
@@ -798,6 +911,7 @@ def _cmd_coverage(args: argparse.Namespace) -> str:
     store, queries, source = _planning_input(args)
     pools = ([parse_pool_spec(spec) for spec in args.pool] if args.pool
              else read_pools_file(args.pools))
+    args.warnings += _unknown_types(pools, store)
     now = None if args.now is None else parse_now(args.now)
     try:
         report = coverage(store, pools, queries, now=now, depth=args.depth)
@@ -901,6 +1015,7 @@ def _add_sample_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", metavar="ISO",
                         help="the time to score recency at (default: now), e.g. 2026-11-01")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    _add_strict_option(parser)
 
 
 if __name__ == "__main__":

@@ -352,8 +352,17 @@ BAD_INPUTS = {
         ["explain", "store.jsonl", *POOLS, *CONTEXT, "--id", "nope"],
         "no entry with id 'nope' in store.jsonl"),
     "core rejects an entry": (
-        ["explain", "core.json", *POOLS, *CONTEXT],
+        ["explain", "core.json", *POOLS, *CONTEXT, "--no-strict"],
         "core.json: entry id='p': base_priority must be a number, got 'high'"),
+    "the checks refuse an entry": (
+        ["explain", "core.json", *POOLS, *CONTEXT],
+        "core.json: 1 problem: entry id='p': base_priority must be a finite number, got 'high'"
+        " (run `poolsplit check core.json` for all; --no-strict reads the store as the spec"
+        " does)"),
+    "a pool named always": (
+        ["retrieve", "store.jsonl", "--pool", "always:5:5", *CONTEXT],
+        "pool name 'always' is taken: retrieve and explain load the always-scope entries of"
+        " the types no pool takes in a pool of that name; rename your pool"),
     "malformed json store": (
         ["retrieve", "bad.json", *POOLS, *CONTEXT], "bad.json: invalid JSON at line 1, column 2"),
     "malformed pools file": (
