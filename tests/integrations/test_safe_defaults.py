@@ -26,8 +26,9 @@ from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations import langchain as lc
 from poolsplit_integrations import langgraph as lg
 from poolsplit_integrations import llama_index as li
-from poolsplit_integrations._entries import narrow
+from poolsplit_integrations._tenancy import narrow
 from tests.core.test_living_store import NOW, make_entry, matches
+from tests.integrations.test_living_adapters import lc_doc, li_node
 from tests.reference import ref_default_is_active, ref_retrieve_pools
 
 from ._llamaindex_support import offline_llamaindex  # noqa: F401 -- the fixture
@@ -41,16 +42,6 @@ USERS = ("ana", "bo", "cy")
 WORDS = "rotate database deploy release notes memory budget pool db v2".split()
 #: Values that name no user: each is refused wherever a user is named.
 NO_USER = [None, "", "   ", False, 0, ["ana"]]
-
-
-def lc_doc(entry: dict[str, Any]) -> Document:
-    meta = {k: v for k, v in entry.items() if k not in ("id", "content")}
-    return Document(id=entry["id"], page_content=entry.get("content", ""), metadata=meta)
-
-
-def li_node(entry: dict[str, Any]) -> TextNode:
-    meta = {k: v for k, v in entry.items() if k not in ("id", "content")}
-    return TextNode(id_=entry["id"], text=entry.get("content", ""), metadata=meta)
 
 
 def expected_ids(store: list[dict[str, Any]], message: str,
