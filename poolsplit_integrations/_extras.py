@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+__all__ = ["require"]
+
 
 def require(module: str, extra: str) -> ModuleType:
     """Import ``module`` or raise an ImportError naming the extra to install."""

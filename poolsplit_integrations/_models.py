@@ -1,89 +1,55 @@
-"""The pydantic side every adapter component shares: the ten options, declared once.
+"""The pydantic side every adapter component shares: the options' fields, generated.
 
-Imports pydantic, which both frameworks bring, and no framework. Each
-component's base adds its framework's serialisation on top.
+Imports pydantic, which both frameworks bring, and no framework. The fields
+of :class:`OptionsModel` are not written here: they are generated from the
+one declaration, the dataclass :class:`~poolsplit_integrations._options.Options`
+-- each field's type, default, description and ``frozen`` flag -- so an
+option is added, documented or frozen in one place. Each component's base
+adds its framework's serialisation on top.
+
+>>> from poolsplit_integrations._options import OPTION_NAMES
+>>> list(OptionsModel.model_fields) == list(OPTION_NAMES)
+True
+>>> OptionsModel.model_fields["token_counter"].frozen
+True
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Callable
+import dataclasses
+import typing
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
     Field,
     FieldSerializationInfo,
     ValidationInfo,
+    create_model,
     field_serializer,
     field_validator,
     model_validator,
 )
 
-from poolsplit_core.poolsplit import (
-    ConfiguredScorer,
-    Pool,
-    default_is_active,
-    default_scorer,
-    default_token_counter,
-)
-from poolsplit_integrations._entries import (
+from poolsplit_core.poolsplit import ConfiguredScorer, Pool
+from poolsplit_integrations._options import (
     CALLABLE_DEFAULTS,
     OPTION_CHECKS,
-    NotSerializableError,
     Options,
     check_option,
-    default_hook,
-    pools_to_data,
     refuse_unknown_fields,
 )
+from poolsplit_integrations._serialise import NotSerializableError, default_hook, pools_to_data
+
+__all__ = ["OptionsModel", "option_field"]
 
 
-class OptionsModel(BaseModel):
-    """The ten shared options as fields, checked, with unknown arguments refused by name.
+class _OptionsBehaviour(BaseModel):
+    """What :class:`OptionsModel` does with its fields: checks, refusals, serialisers.
 
-    Every pydantic component (LangChain's retriever and compressor,
-    LlamaIndex's postprocessor and memory block) inherits these fields
-    instead of declaring them; :meth:`options` reads them as one
-    :class:`~poolsplit_integrations._entries.Options` value on every call, so
-    assigning one (``component.k = 2``) is validated and seen by the next
-    call with nothing rebuilt. ``token_counter`` and ``is_active`` shape the
-    prepared store, so they are frozen: build a new component to change them.
-    Pools serialise as plain dicts; a hook serialises to JSON only as its
-    default (null, read back as the default).
+    The validators name their fields with ``check_fields=False``: the fields
+    themselves are generated below, on the subclass.
     """
-
-    pools: list[Pool] = Field(description="The reserved budgets, filled in order.")
-    k: int | None = Field(
-        default=None,
-        description="Fair cap on contextual entries across pools; never cuts always-scope.")
-    context: dict[str, Any] | None = Field(
-        default=None, description="Default retrieval context (project, tags, custom keys).")
-    scorer: Callable[..., float] = Field(
-        default=default_scorer, description="scorer(entry, context, now=now) -> float.")
-    token_counter: Callable[[str], int] = Field(
-        default=default_token_counter, frozen=True,
-        description="Token cost of an entry without a positive token_count.")
-    is_active: Callable[[Mapping[str, Any]], bool] = Field(
-        default=default_is_active, frozen=True, description="Which entries may load at all.")
-    now: datetime | None = Field(
-        default=None, description="Fixed clock for scoring; None means the current time.")
-    filter: dict[str, Any] | None = Field(
-        default=None,
-        description="Tenant filter: equality on every key, before pool-split, always-scope"
-                    " included; a per-call filter can only narrow it.")
-    require_filter_keys: tuple[str, ...] | None = Field(
-        default=None,
-        description="Keys every call's filter must hold with a value; else refused (ValueError)."
-                    " None: user_id as soon as a memory carries one; () states a shared store.")
-    max_always_tokens: int | None = Field(
-        default=None,
-        description="Always-tier ceiling: costlier always-scope entries raise"
-                    " AlwaysScopeOverflowError.")
-    strict: bool = Field(
-        default=True, frozen=True,
-        description="Refuse bad memory (scope, status, created, token_count, tags, ...) where"
-                    " it enters; False reads it as the specification's core does.")
 
     def options(self) -> Options:
         """The shared options as they are now, as one value."""
@@ -115,3 +81,72 @@ class OptionsModel(BaseModel):
         if value is not CALLABLE_DEFAULTS[info.field_name]:  # components refuse by name first
             raise NotSerializableError(f"{info.field_name} is a custom callable")
         return None
+
+
+#: The declaration of each shared option, by name.
+_DECLARED = {option.name: option for option in dataclasses.fields(Options)}
+
+
+def option_field(name: str, **changes: Any) -> Any:
+    """The pydantic field of the shared option ``name``: its declared default and metadata.
+
+    >>> option_field("k").description
+    'Fair cap on contextual entries across pools; never cuts always-scope.'
+
+    ``changes`` replace settings, e.g. ``default_factory=dict`` for a
+    component whose default differs.
+    """
+    option = _DECLARED[name]
+    settings: dict[str, Any] = {"description": option.metadata["description"]}
+    if option.default is not dataclasses.MISSING:
+        settings["default"] = option.default
+    if option.metadata.get("frozen"):
+        settings["frozen"] = True
+    if "default_factory" in changes:
+        settings.pop("default", None)
+    return Field(**{**settings, **changes})
+
+
+def _option_fields() -> dict[str, Any]:
+    """One pydantic field per field of :class:`Options`: its type, default and metadata."""
+    types = typing.get_type_hints(Options)
+    return {name: (types[name], option_field(name)) for name in _DECLARED}
+
+
+_OPTIONS_DOC = """The shared options as fields, checked, with unknown arguments refused by name.
+
+    Every pydantic component (LangChain's retriever and compressor,
+    LlamaIndex's postprocessor and memory block) inherits these fields
+    instead of declaring them; :meth:`options` reads them as one
+    :class:`~poolsplit_integrations._options.Options` value on every call, so
+    assigning one (``component.k = 2``) is validated and seen by the next
+    call with nothing rebuilt. ``token_counter``, ``is_active`` and ``strict``
+    shape the prepared store, so they are frozen: build a new component to
+    change them. Pools serialise as plain dicts; a hook serialises to JSON
+    only as its default (null, read back as the default).
+    """
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from datetime import datetime
+
+    from poolsplit_core.poolsplit import default_is_active, default_scorer, default_token_counter
+
+    class OptionsModel(_OptionsBehaviour):
+        # What a type checker sees of the fields generated below (it cannot run
+        # create_model); tests/integrations/test_options_declared_once.py holds
+        # these lines to Options, field by field.
+        pools: list[Pool]
+        k: int | None = None
+        context: dict[str, Any] | None = None
+        scorer: Callable[..., float] = default_scorer
+        token_counter: Callable[[str], int] = default_token_counter
+        is_active: Callable[[Mapping[str, Any]], bool] = default_is_active
+        now: datetime | None = None
+        filter: dict[str, Any] | None = None
+        require_filter_keys: tuple[str, ...] | None = None
+        max_always_tokens: int | None = None
+        strict: bool = True
+else:
+    OptionsModel = create_model("OptionsModel", __base__=_OptionsBehaviour, __doc__=_OPTIONS_DOC,
+                                __module__=__name__, **_option_fields())

@@ -17,7 +17,7 @@ the README), let the core decide, and return new ``Document`` objects with
 (the candidate's retriever score, or its rank when the retriever gave none) added to a
 copy of the metadata. Input documents are never modified.
 
-Each component holds one prepared store (:class:`~poolsplit_integrations._entries.LiveStore`)
+Each component holds one prepared store (:class:`~poolsplit_integrations._live.LiveStore`)
 and writes to it through the core's API: ``add_documents``/``delete`` are
 seen by the next call, with nothing rebuilt. Tenancy (``filter``,
 ``require_filter_keys``: filters only narrow) and the always-tier ceiling
@@ -48,7 +48,6 @@ from poolsplit_integrations._extras import require
 
 require("langchain_core", "langchain")
 
-import dataclasses
 import logging
 import numbers
 import uuid
@@ -71,6 +70,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -78,26 +78,20 @@ from pydantic import (
 from typing_extensions import Self
 
 from poolsplit_core.poolsplit import Decision, Explanation, Pool
-from poolsplit_integrations._entries import (
-    DEFAULT,
-    OPTION_CHECKS,
-    USER_KEY,
-    LiveStore,
-    Options,
-    Selector,
-    config_filter,
-    excluded,
-    model_arguments,
-    narrow,
-    rank_similarities,
-    refuse_unbound,
-    refuse_unknown,
-    refuse_unserialisable,
-    result_metadata,
-    to_entry,
-    warn_unpooled,
+from poolsplit_integrations._candidates import (
+    Reading,
+    VectorSource,
+    check_search_size,
+    explain,
+    select,
 )
+from poolsplit_integrations._entries import result_metadata, to_entry
+from poolsplit_integrations._live import LiveStore
 from poolsplit_integrations._models import OptionsModel
+from poolsplit_integrations._options import OPTION_CHECKS, Options, model_arguments, refuse_unknown
+from poolsplit_integrations._select import Selector, warn_unpooled
+from poolsplit_integrations._serialise import excluded, refuse_unserialisable
+from poolsplit_integrations._tenancy import DEFAULT, USER_KEY, config_filter, refuse_unbound
 
 #: Warnings about documents that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
@@ -312,30 +306,18 @@ def _live_store(documents: Sequence[Document], options: Options) -> LiveStore:
     )
 
 
-def _merge(live: LiveStore, candidates: Sequence[Document]) -> tuple[list[Document], list[Any]]:
-    """The candidates that join the stored documents, as Documents and as entries.
+def _doc_entry(doc: Document, similarity: float | None) -> dict[str, Any]:
+    """A candidate Document's entry, through the one mapping."""
+    return to_entry(doc.page_content, doc.metadata, doc.id, similarity=similarity)
 
-    Duplicates (of the store or of each other, by :func:`_doc_key`) are kept
-    once; a candidate's ``metadata["score"]`` (or ``relevance_score``,
-    ``similarity_score``) becomes the entry key ``similarity``. When no
-    candidate has one (``vectorstore.as_retriever()``), their order does:
-    the ``i``-th of ``n`` gets ``1 - i/n`` (:func:`rank_similarities`).
-    """
-    seen: set[Hashable] = set()
-    extra: list[Document] = []
-    ranked = rank_similarities([_similarity(doc) for doc in candidates])
-    similarities: list[float | None] = []
-    for doc, similarity in zip(candidates, ranked):
-        key = _doc_key(doc)
-        if key not in seen and not live.holds_key(key):
-            seen.add(key)
-            extra.append(doc)
-            similarities.append(similarity)
-    entries = [
-        to_entry(doc.page_content, doc.metadata, doc.id, similarity=similarity)
-        for doc, similarity in zip(extra, similarities)
-    ]
-    return extra, entries
+
+#: How a candidate Document joins the stored ones (the shared merge,
+#: :func:`~poolsplit_integrations._candidates.merge`): duplicates, of the store or of
+#: each other, by :func:`_doc_key`, kept once; its ``metadata["score"]`` (or
+#: ``relevance_score``, ``similarity_score``) is the entry key ``similarity``, and when
+#: no candidate has one (``vectorstore.as_retriever()``), their order is: the ``i``-th
+#: of ``n`` gets ``1 - i/n``.
+_CANDIDATES: Reading[Document] = Reading(key=_doc_key, score=_similarity, entry=_doc_entry)
 
 
 def _pool_split(
@@ -345,30 +327,16 @@ def _pool_split(
     overrides: Mapping[str, Any] | None = None,
     bound: Mapping[str, Any] | None = None,
 ) -> list[Document]:
-    """The one code path of both components: merge, map, select, map back.
+    """The one code path of both components: merge, select, map back to Documents.
 
-    ``candidates`` join the stored documents (see :func:`_merge`). The
+    ``candidates`` join the stored documents (:data:`_CANDIDATES`). The
     Selector filters (tenant), orders, caps, and checks the always tier.
     """
-    extra, extra_entries = _merge(selector.live, candidates)
-    loaded = selector.select(query, extra_entries, bound=bound, **(overrides or {}))
-    docs = selector.live.objects_of(loaded, extra_entries, extra)
-    return [_to_document(doc, d) for doc, d in zip(docs, loaded)]
+    loaded = select(selector, query, candidates, _CANDIDATES, bound=bound, **(overrides or {}))
+    return [_to_document(doc, d) for doc, d in loaded]
 
 
-def _explain(
-    selector: Selector,
-    query: str,
-    candidates: Sequence[Document] = (),
-    overrides: Mapping[str, Any] | None = None,
-    bound: Mapping[str, Any] | None = None,
-) -> Explanation:
-    """The core's account of the call :func:`_pool_split` would make (same merge)."""
-    _, extra_entries = _merge(selector.live, candidates)
-    return selector.explain(query, extra_entries, bound=bound, **(overrides or {}))
-
-
-class VectorStoreSource:
+class VectorStoreSource(VectorSource[Document]):
     """Where a :class:`PoolSplitRetriever` reads memory that lives in a LangChain ``VectorStore``.
 
     Built by :meth:`PoolSplitRetriever.from_vector_store`; on every query it
@@ -389,7 +357,9 @@ class VectorStoreSource:
     form (``{"type": {"$in": [...]}, "user_id": "ana"}``, as ``PGVector``,
     Chroma and others read it) for every other store; a store whose search
     takes no filter is refused by name. Documents need a ``type`` in
-    metadata to be found by a typed pool's search.
+    metadata to be found by a typed pool's search. The plan is the one both
+    adapters share (:class:`~poolsplit_integrations._candidates.VectorSource`);
+    this class holds LangChain's calls.
     """
 
     def __init__(self, vector_store: Any, *, search_k: int | None = None,
@@ -397,38 +367,32 @@ class VectorStoreSource:
         if not isinstance(vector_store, VectorStore):
             raise TypeError(f"vector_store must be a LangChain VectorStore,"
                             f" got {type(vector_store).__name__}")
-        for name, value in (("search_k", search_k), ("always_limit", always_limit)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_search_size("search_k", search_k)
+        if always_limit is not None and (isinstance(always_limit, bool)
+                                         or not isinstance(always_limit, int) or always_limit < 1):
+            raise ValueError(f"always_limit must be an int >= 1, got {always_limit!r}")
         if vector_store.embeddings is None:
             raise ValueError(f"{type(vector_store).__name__} has no embeddings to search with")
         self.vector_store, self.search_k, self.always_limit = vector_store, search_k, always_limit
 
     @property
-    def name(self) -> str:
-        """The vector store's class name, for messages."""
-        return type(self.vector_store).__name__
+    def search_size(self) -> int | None:
+        """``search_k``, the per-pool search size (None: 3 x the pool's entry cap)."""
+        return self.search_k
 
-    def top_k(self, pool: Pool) -> int:
-        """The search size of one pool: ``search_k``, else 3 x its entry cap (at least 10)."""
-        return self.search_k if self.search_k is not None else max(10, 3 * pool.max_entries)
-
-    def candidates(self, query: str, pools: Sequence[Pool],
-                   tenant: Mapping[str, Any] | None) -> list[Document]:
-        """The always tier (no score) then each pool's hits, scores in ``metadata["score"]``."""
-        tenant = dict(tenant or {})
-        for key, value in tenant.items():
-            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-                raise ValueError(f"the filter {key}={value!r} cannot be expressed as a metadata"
-                                 f" filter of {self.name} (a str or a number is)")
+    def _prepare(self, query: str, tenant: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._check_dimension(query)
-        found = [self._unscored(doc) for doc in self._always(tenant)]
-        for pool in pools:
-            for doc, score in self._search(query, pool, tenant):
-                found.append(Document(id=doc.id, page_content=self._text(doc),
-                                      metadata={**doc.metadata, "score": score}))
-        return found
+        return query, tenant
+
+    def _always(self, ready: tuple[str, dict[str, Any]]) -> list[Document]:
+        """The tenant's always-scope documents, without a score."""
+        return [self._unscored(doc) for doc in self._always_scoped(ready[1])]
+
+    def _search(self, ready: tuple[str, dict[str, Any]], pool: Pool) -> list[Document]:
+        """One pool's hits, each score in ``metadata["score"]``."""
+        return [Document(id=doc.id, page_content=self._text(doc),
+                         metadata={**doc.metadata, "score": score})
+                for doc, score in self._hits(*ready, pool)]
 
     def _check_dimension(self, query: str) -> None:
         store = self.vector_store
@@ -453,7 +417,7 @@ class VectorStoreSource:
         metadata = {k: v for k, v in doc.metadata.items() if k not in _SCORE_KEYS}
         return Document(id=doc.id, page_content=self._text(doc), metadata=metadata)
 
-    def _always(self, tenant: Mapping[str, Any]) -> list[Document]:
+    def _always_scoped(self, tenant: Mapping[str, Any]) -> list[Document]:
         wanted = {"scope": "always", **tenant}
         store = self.vector_store
         if isinstance(store, InMemoryVectorStore):
@@ -469,8 +433,8 @@ class VectorStoreSource:
                 " dropped silently)")
         return list(hits)
 
-    def _search(self, query: str, pool: Pool,
-                tenant: Mapping[str, Any]) -> list[tuple[Document, float]]:
+    def _hits(self, query: str, tenant: Mapping[str, Any],
+              pool: Pool) -> list[tuple[Document, float]]:
         types = pool.types
         store = self.vector_store
         if isinstance(store, InMemoryVectorStore):
@@ -523,6 +487,15 @@ class _Component(OptionsModel):
     _DOCUMENTS: ClassVar[str] = "documents"
 
     _live: LiveStore = PrivateAttr()
+
+    @field_validator("documents", "pinned", mode="before", check_fields=False)
+    @classmethod
+    def _validate_documents(cls, value: Any, info: ValidationInfo) -> Any:
+        return _check_documents(value, info.field_name or cls._DOCUMENTS)
+
+    @field_serializer("documents", "pinned", check_fields=False)
+    def _documents_as_list(self, documents: Sequence[Document]) -> list[Document]:
+        return list(documents)
 
     def model_post_init(self, context: Any, /) -> None:
         """Map and prepare the stored Documents once; say which types no pool takes."""
@@ -873,15 +846,6 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             )
         return value
 
-    @field_validator("documents", mode="before")
-    @classmethod
-    def _validate_documents(cls, value: Any) -> Any:
-        return _check_documents(value, "documents")
-
-    @field_serializer("documents")
-    def _documents_as_list(self, documents: Sequence[Document]) -> list[Document]:
-        return list(documents)
-
     # -- writes ------------------------------------------------------------
 
     def add_documents(
@@ -957,11 +921,8 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         of ``require_filter_keys``, or gives one no value.
         """
         owner = f"{type(self).__name__}.with_filter"
-        narrowed = narrow(self.filter, filter, owner=owner)
-        options = dataclasses.replace(self.options(), filter=narrowed)
-        Selector(self._live, options, owner=owner).active_filter(
-            hint="pass a filter with those keys")
-        return self.model_copy(update={"filter": narrowed})
+        options = Selector(self._live, self.options(), owner=owner).narrowed(filter)
+        return self.model_copy(update={"filter": options.filter})
 
     # -- reads -------------------------------------------------------------
 
@@ -1095,7 +1056,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
             candidates += self.base_retriever.invoke(query)
-        return _explain(selector, query, candidates, overrides, bound)
+        return explain(selector, query, candidates, _CANDIDATES, bound=bound, **overrides)
 
     async def aexplain(self, query: str, config: RunnableConfig | None = None,
                        **kwargs: Any) -> Explanation:
@@ -1114,7 +1075,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         candidates = self._source_candidates(selector, query, overrides, bound)
         if self.base_retriever is not None:
             candidates += await self.base_retriever.ainvoke(query)
-        return _explain(selector, query, candidates, overrides, bound)
+        return explain(selector, query, candidates, _CANDIDATES, bound=bound, **overrides)
 
 
 # --------------------------------------------------------------------------
@@ -1187,15 +1148,6 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     """Documents that join the candidates on every call (e.g. corrections); read-only."""
 
     _DOCUMENTS: ClassVar[str] = "pinned"
-
-    @field_validator("pinned", mode="before")
-    @classmethod
-    def _validate_pinned(cls, value: Any) -> Any:
-        return _check_documents(value, "pinned")
-
-    @field_serializer("pinned")
-    def _pinned_as_list(self, pinned: Sequence[Document]) -> list[Document]:
-        return list(pinned)
 
     @model_validator(mode="after")
     def _refuse_unbound_filter(self) -> Self:

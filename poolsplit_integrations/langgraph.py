@@ -99,7 +99,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
 )
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, ValidationInfo, field_validator
 
 from poolsplit_core.checks import entry_problems
 from poolsplit_core.poolsplit import (
@@ -111,23 +111,24 @@ from poolsplit_core.poolsplit import (
     default_is_active,
     default_token_counter,
 )
-from poolsplit_integrations._entries import (
-    USER_KEY,
-    assemble,
-    build_context,
-    carries_user,
-    check_filter,
+from poolsplit_integrations._entries import item_entry_id, item_to_entry, result_metadata
+from poolsplit_integrations._models import option_field
+from poolsplit_integrations._options import (
     check_k,
     check_max_always_tokens,
+    check_option,
     check_pools_arg,
-    check_required_keys,
     check_strict,
-    check_user,
-    item_entry_id,
-    item_to_entry,
-    refuse_unbound,
     refuse_unknown,
-    result_metadata,
+)
+from poolsplit_integrations._select import assemble, build_context
+from poolsplit_integrations._tenancy import (
+    USER_KEY,
+    carries_user,
+    check_filter,
+    check_required_keys,
+    check_user,
+    refuse_unbound,
 )
 
 __all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation"]
@@ -338,6 +339,16 @@ class _Read(NamedTuple):
         return tuple((entry_id, problem) for entry_id, s in held.items()
                      if keep is None or (s.entry is not None and keep(s.entry))
                      for problem in s.problems)
+
+
+class _Call(NamedTuple):
+    """One pool-split read of a namespace, checked, read and bound to its tenant."""
+
+    prefix: tuple[str, ...]
+    pools: list[Pool]
+    read: _Read
+    listed: Callable[[Mapping[str, Any]], bool] | None  # the skipped items to report
+    core: dict[str, Any]  # the core's keywords: extra, where, include, max_always_tokens
 
 
 @dataclass(frozen=True)
@@ -677,20 +688,13 @@ class PoolSplitStore(BaseStore):
         Same arguments, filter and refusals as :meth:`retrieve_pools`; the
         items skipped for a problem are in :attr:`StoreExplanation.skipped`.
         """
-        prefix = _check_namespace(namespace)
-        with _naming(prefix):
-            checked = check_pools_arg(pools)
-            limit = check_max_always_tokens(max_always_tokens)
-            asked = self._asked(prefix, filter, None)
-            with self._lock:
-                read = self._read(prefix)
-                where, include, keep = self._tenancy(prefix, read, asked, None)
-                got = read.view.prepared.explain_pools(
-                    checked, context, now=now, extra=read.live, where=where, include=include,
-                    max_always_tokens=limit, always_pool=always_pool)
-                staleness = self.clock() - read.view.polled
-                skipped = read.skipped(keep)
-        return StoreExplanation(got, prefix, staleness, self.refresh_interval,
+        with self._calling(namespace, pools, max_always_tokens, filter, None) as call:
+            read = call.read
+            got = read.view.prepared.explain_pools(call.pools, context, now=now,
+                                                   always_pool=always_pool, **call.core)
+            staleness = self.clock() - read.view.polled
+            skipped = read.skipped(call.listed)
+        return StoreExplanation(got, call.prefix, staleness, self.refresh_interval,
                                 self.reconcile_interval, len(read.live), skipped)
 
     def entries(self, namespace: tuple[str, ...]) -> list[Mapping[str, Any]]:
@@ -742,6 +746,24 @@ class PoolSplitStore(BaseStore):
 
         ``bound``: the user a namespace template named (see :meth:`_tenancy`).
         """
+        with self._calling(namespace, pools, max_always_tokens, filter, bound) as call:
+            read, view = call.read, call.read.view
+            decided = view.prepared.decide(call.pools, context, now=now,
+                                           always_pool=always_pool, **call.core)
+            stored = len(view.prepared)
+            items = {d.index: view.items[d.entry["id"]] if d.index < stored
+                     else read.live_items[d.index - stored]
+                     for picked in decided.values() for d in picked}
+        return decided, items
+
+    @contextmanager
+    def _calling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
+                 max_always_tokens: Any, filter: Any, bound: str | None) -> Iterator[_Call]:
+        """One pool-split read: its arguments checked, then, under the lock, read and bound.
+
+        The body runs the core under the lock too; a TypeError or ValueError
+        raised in it, or by the checks, names the namespace.
+        """
         prefix = _check_namespace(namespace)
         with _naming(prefix):
             checked = check_pools_arg(pools)
@@ -749,16 +771,10 @@ class PoolSplitStore(BaseStore):
             asked = self._asked(prefix, filter, bound)
             with self._lock:
                 read = self._read(prefix)
-                where, include, _ = self._tenancy(prefix, read, asked, bound)
-                view = read.view
-                decided = view.prepared.decide(checked, context, now=now, extra=read.live,
-                                               where=where, include=include,
-                                               max_always_tokens=limit, always_pool=always_pool)
-                stored = len(view.prepared)
-                items = {d.index: view.items[d.entry["id"]] if d.index < stored
-                         else read.live_items[d.index - stored]
-                         for picked in decided.values() for d in picked}
-        return decided, items
+                where, include, listed = self._tenancy(prefix, read, asked, bound)
+                yield _Call(prefix, checked, read, listed, {
+                    "extra": read.live, "where": where, "include": include,
+                    "max_always_tokens": limit})
 
     def _asked(self, prefix: tuple[str, ...], filter: Any,
                bound: str | None) -> dict[str, Any] | None:
@@ -1221,26 +1237,18 @@ class PoolSplitStoreRetriever(BaseRetriever):
 
     store: PoolSplitStore
     namespace: tuple[str, ...]
-    pools: list[Pool]
-    k: int | None = None
-    context: dict[str, Any] = Field(default_factory=dict)
-    now: datetime | None = None
-    max_always_tokens: int | None = None
+    # The adapters' shared options this retriever takes (the store holds the others),
+    # described and checked as declared once (poolsplit_integrations._options.Options).
+    pools: list[Pool] = option_field("pools")
+    k: int | None = option_field("k")
+    context: dict[str, Any] = option_field("context", default_factory=dict)
+    now: datetime | None = option_field("now")
+    max_always_tokens: int | None = option_field("max_always_tokens")
 
-    @field_validator("pools", mode="before")
+    @field_validator("pools", "k", "max_always_tokens", mode="before")
     @classmethod
-    def _check_pools(cls, value: Any) -> Any:
-        return check_pools_arg(value)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _check_k(cls, value: Any) -> Any:
-        return check_k(value)
-
-    @field_validator("max_always_tokens", mode="before")
-    @classmethod
-    def _check_max_always_tokens(cls, value: Any) -> Any:
-        return check_max_always_tokens(value)
+    def _check_options(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_option(info.field_name, value)
 
     @field_validator("namespace", mode="before")
     @classmethod

