@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo demo-postgres test lint bench bench-profiles bench-build bench-compare mutate clean
+.PHONY: help install demo demo-postgres test lint docs docs-serve bench bench-profiles bench-build bench-compare mutate clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -18,13 +18,17 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
+$(VENV)/.docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	touch $@ $(VENV)/.core
+
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	touch $@ $(VENV)/.core
+	touch $@ $(VENV)/.core $(VENV)/.docs
 
 $(VENV)/.mutate: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[mutate]"
-	touch $@ $(VENV)/.dev $(VENV)/.core
+	touch $@ $(VENV)/.dev $(VENV)/.core $(VENV)/.docs
 
 install: $(VENV)/.dev  ## create .venv and install poolsplit with every extra
 
@@ -38,8 +42,15 @@ lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both ada
 	$(BIN)/ruff check .
 	$(BIN)/mypy poolsplit_core poolsplit_integrations
 
-test: lint  ## lint, then the whole test suite (notebooks included)
+test: lint  ## lint, then the whole test suite (notebooks and the docs' strict build included)
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml, docs/): a warning fails the build.
+docs: $(VENV)/.docs  ## build the documentation site into site/ (mkdocs build --strict)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(VENV)/.docs  ## serve the documentation at http://127.0.0.1:8000, rebuilt as you edit
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 bench: $(VENV)/.dev  ## speed: every path, the adapters per turn, LangGraph on PostgreSQL, every store profile
 	$(BIN)/python benchmarks/bench_retrieve.py
@@ -55,7 +66,7 @@ bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next
 
 # The core file against an earlier revision's, timed side by side in one process.
 BASE ?= c88fe01
-bench-compare: $(VENV)/.dev  ## the core against revision BASE's, new/old per path (BASE=c88fe01)
+bench-compare: $(VENV)/.dev  ## the core against an earlier revision's (BASE=REV), new/old per path
 	git show $(BASE):poolsplit_core/poolsplit.py > $(VENV)/base_poolsplit.py
 	$(BIN)/python benchmarks/compare_cores.py $(VENV)/base_poolsplit.py
 
@@ -70,5 +81,5 @@ mutate: $(VENV)/.mutate  ## mutation testing of the core with mutmut (long; prin
 	@echo "surviving mutants (mutmut show NAME for the diff):"
 	@$(BIN)/mutmut results
 
-clean:  ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache mutants
+clean:  ## remove the virtualenv, the caches and the built site
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache mutants site

@@ -1,8 +1,10 @@
 """Run README blocks in a fresh interpreter that sees only one install; report what happened.
 
-Used by ``tests/test_readme.py``: ``python tests/readme_runner.py`` reads
+Used by ``tests/test_readme.py`` for the READMEs and the pages under ``docs/``:
+``python tests/readme_runner.py`` reads
 ``{"blocks": [[first_line, code], ...], "prelude": code, "allowed": [dist, ...],
-"readme": name}`` as JSON on stdin (``readme`` defaults to ``README.md``).
+"readme": name}`` as JSON on stdin (``readme``, the README's or page's path
+from the repository root, defaults to ``README.md``).
 Every installed distribution not in ``allowed`` is hidden:
 importing one of its modules raises ``ModuleNotFoundError``, as if it were
 not installed -- so a block runs as it would after ``pip install`` of just

@@ -1,11 +1,15 @@
-"""Every README example runs after the install the README names for it, and prints what it says.
+"""Every example of the docs runs after the install the docs name for it, and prints what it says.
 
-The same holds for the Chinese README, ``README.zh-CN.md`` (its install
-section is "安装"). Each ``python`` block is tagged, on the line before it, with the install it
-needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the README must
-show that ``pip install`` to the reader (in the block's section or under
-Install). The blocks of a section that share a tag run in order, in one
-namespace (as a reader pastes them), in a fresh interpreter. Then:
+The docs are the README, the Chinese README ``README.zh-CN.md`` (its install
+section is "安装") and every page of the documentation site under ``docs/``.
+Each ``python`` block is tagged, on the line before it, with the install it
+needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the reader must
+see that ``pip install``: in the block's ``## `` section or under Install (a
+README's Install section; for a page of the site, the top of the page before
+its first ``## `` heading, or the site's Install page, ``docs/install.md``).
+The blocks of a section that share a tag run in order, in one namespace (as a
+reader pastes them), in a fresh interpreter; a page's blocks before its first
+``## `` heading form one section. Then:
 
 - every module they imported must come from a distribution the tagged install
   pulls in: the requirement closure of those requirements (extras and markers
@@ -40,13 +44,26 @@ README = ROOT / "README.md"
 README_ZH = ROOT / "README.zh-CN.md"
 #: Each tested README and the title of its install section.
 READMES = {README: "Install", README_ZH: "安装"}
+#: The documentation site's pages, and the page that lists every install.
+DOCS = ROOT / "docs"
+INSTALL_PAGE = DOCS / "install.md"
 RUNNER = Path(__file__).resolve().parent / "readme_runner.py"
 OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer = str.split\n"
 
 
 # --------------------------------------------------------------------------
-# Reading the README
+# Reading the README and the pages
 # --------------------------------------------------------------------------
+
+
+def doc_pages() -> list[Path]:
+    """Every page of the documentation site, in path order."""
+    return sorted(DOCS.rglob("*.md"))
+
+
+def label(readme: Path) -> str:
+    """How a README or page is named in test ids, tracebacks and messages."""
+    return readme.relative_to(ROOT).as_posix()
 
 
 class Block:
@@ -80,21 +97,29 @@ def read_blocks(readme: Path = README) -> list[Block]:
 
 
 def groups() -> dict[str, list[Block]]:
-    """Blocks run together: same README, same section, same install, in README order."""
+    """Blocks run together: same README or page, same section, same install, in its order."""
     out: dict[str, list[Block]] = {}
-    for readme in READMES:
-        prefix = "" if readme == README else f"{readme.name}: "
+    for readme in [*READMES, *doc_pages()]:
+        prefix = "" if readme == README else f"{label(readme)}: "
         for block in read_blocks(readme):
-            out.setdefault(f"{prefix}{block.section} [{block.requires}]", []).append(block)
+            section = block.section or "(top of the page)"
+            out.setdefault(f"{prefix}{section} [{block.requires}]", []).append(block)
     return out
 
 
 def installs_shown(section: str, readme: Path = README) -> list[set[str]]:
-    """The ``pip install`` commands a reader sees in ``section`` and under Install."""
+    """The ``pip install`` commands a reader sees in ``section`` and under Install.
+
+    For a page of the site: in ``section``, at the top of the page, and on the Install page.
+    """
     text = readme.read_text(encoding="utf-8")
     parts = re.split(r"^## (.+)$", text, flags=re.M)
     bodies = dict(zip(parts[1::2], parts[2::2]))
-    shown = bodies.get(section, "") + bodies.get(READMES[readme], "")
+    if readme in READMES:
+        shown = bodies.get(section, "") + bodies.get(READMES[readme], "")
+    else:
+        shown = (parts[0] + (bodies.get(section, "") if section else "")
+                 + INSTALL_PAGE.read_text(encoding="utf-8"))
     return [set(command.replace("'", "").split())
             for command in re.findall(r"pip install ([^`\n#]+)", shown)]
 
@@ -185,12 +210,27 @@ def owner(path: str) -> str | None:
 def test_every_python_block_names_the_install_it_needs_and_the_reader_sees_it():
     blocks = read_blocks()
     assert {b.section for b in blocks} >= {"Core quickstart", "LangChain", "LlamaIndex",
-                                           "Tenancy and accounting"}
+                                           "LangGraph"}
     for block in blocks:
         assert block.requires, f"README line {block.line}: no <!-- requires: ... --> tag"
         assert set(block.requires.split()) in installs_shown(block.section), (
             f"README line {block.line} needs `pip install {block.requires}`, which its"
             f" section '{block.section}' never shows")
+
+
+def test_every_docs_block_names_the_install_it_needs_and_the_reader_sees_it():
+    pages = {label(page): read_blocks(page) for page in doc_pages()}
+    with_examples = {name for name, blocks in pages.items() if blocks}
+    assert with_examples >= {f"docs/guide/{name}.md" for name in (
+        "core", "living-store", "langchain", "llamaindex", "langgraph", "vector-stores",
+        "tenancy", "hybrid-scoring", "multilingual", "planning")}
+    for name, blocks in pages.items():
+        for block in blocks:
+            assert block.requires, f"{name} line {block.line}: no <!-- requires: ... --> tag"
+            assert set(block.requires.split()) in installs_shown(block.section, block.readme), (
+                f"{name} line {block.line} needs `pip install {block.requires}`, which neither"
+                f" its section '{block.section}', the top of its page nor {label(INSTALL_PAGE)}"
+                " shows")
 
 
 def test_the_chinese_readme_has_the_quickstart_and_both_adapters_tagged_and_shown():
@@ -233,7 +273,7 @@ def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     allowed = closure(set(requires.split())) | {"poolsplit"}
     prelude = OFFLINE_TOKENIZER if "llama_index" in "".join(b.code for b in blocks) else ""
     payload = {"prelude": prelude, "blocks": [[b.line, b.code] for b in blocks],
-               "allowed": sorted(allowed), "readme": blocks[0].readme.name}
+               "allowed": sorted(allowed), "readme": label(blocks[0].readme)}
     done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -259,7 +299,7 @@ def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     for line, expected in promised.items():
         got = report["printed"].get(str(line), "").splitlines()
         assert matches(got, expected), (
-            f"{blocks[0].readme.name} line {line} promises:\n" + "\n".join(expected)
+            f"{label(blocks[0].readme)} line {line} promises:\n" + "\n".join(expected)
             + "\nbut printed:\n" + "\n".join(got))
 
 

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_DIRS = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache",
-             ".ruff_cache", ".hypothesis"}
+             ".ruff_cache", ".hypothesis", "site"}  # site: the built documentation
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".ipynb", ".txt", ".cfg", ".jsonl"}
 SHIPPED = ("poolsplit_core", "poolsplit_integrations")
 # The vendored core's own stale citation is replaced in its restructuring, not here.
