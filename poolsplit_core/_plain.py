@@ -20,7 +20,7 @@ from poolsplit_core.poolsplit import Pool
 
 __all__ = ["ENTRY_KEYS", "POOL_KEYS", "pool_from_data", "pool_to_data"]
 
-#: The entry keys the core reads (the README's "Entries and the framework mapping").
+#: The entry keys the core reads (the user guide's "Entries and the framework mapping").
 ENTRY_KEYS = (
     "id", "type", "scope", "content", "token_count", "base_priority", "created",
     "tags", "project", "status", "superseded_by",

@@ -217,7 +217,7 @@ def default_scorer(
     ...                              "message": "rotate credentials"}, now=now), 6)
     8.4375
 
-    The factors (the README's "The default scorer, exactly"):
+    The factors (the user guide's "The default scorer, exactly", on its page The core):
 
     - base priority ``float(entry.get("base_priority", 5))``;
     - recency ``max(0.3, 1 - 0.7 * days / 90)``; a missing, unparseable or
@@ -240,7 +240,7 @@ def default_scorer(
 # The default score, factor by factor
 # --------------------------------------------------------------------------
 
-# Each factor of the table in the README ("The default scorer, exactly") is
+# Each factor of the table in the user guide ("The default scorer, exactly") is
 # one function below. _score multiplies them in the table's order, and every
 # upper bound the fast paths use is _score of the same functions, each at its
 # largest, in the same order: a bound cannot drift from the score it bounds.

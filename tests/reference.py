@@ -1,14 +1,14 @@
-"""A literal reference of the README's rules: short, obviously correct, slow on purpose.
+"""A literal reference of the documented rules: short, obviously correct, slow on purpose.
 
 It is the differential oracle of the test suite (every optimized path must return
 the same entry objects in the same order) and the yardstick of the benchmark.
 Every entry is scored from scratch in every pool; the message is split into words
 once per entry. Nothing is imported from poolsplit except ``Pool``, so the default
-scorer, counter and activity test below are written straight from the README's
-"Core quickstart" (the API table and "The default scorer, exactly") and its
-"Entries and the framework mapping" table.
+scorer, counter and activity test below are written straight from the user
+guide's ``docs/guide/core.md`` (the API table and "The default scorer, exactly")
+and its ``docs/guide/entries.md`` table.
 
-Where the README is silent, this follows the core's documented behaviour:
+Where the guide is silent, this follows the core's documented behaviour:
 
 - ``now=None`` is read once per call and the same aware UTC time is handed to
   every scorer call (a naive ``now`` is taken as UTC);
@@ -142,7 +142,7 @@ def ref_default_scorer(entry, context=None, *, now=None):
 
 def ref_hybrid_scorer(*, relevance="words", similarity_weight=1.5, evergreen=(),
                       decay_days=None):
-    """The README's "Hybrid scorer, exactly", literally (ASCII words only)."""
+    """``docs/guide/hybrid-scoring.md``'s "The score, exactly", literally (ASCII words only)."""
     decay_days = {} if decay_days is None else dict(decay_days)
 
     def score(entry, context=None, *, now=None):

@@ -1,7 +1,8 @@
 """The Makefile's own promises: `make` lists every target, `.PHONY` names real ones.
 
-The README's Development section names `make` targets; each must exist and be
-listed by `make` (the help target), or a reader meets "No rule to make target".
+The README and the documentation pages (docs/, Development above all) name `make`
+targets; each must exist and be listed by `make` (the help target), or a reader
+meets "No rule to make target".
 """
 
 from __future__ import annotations
@@ -64,10 +65,28 @@ def test_every_user_facing_target_is_described_and_phony():
     assert commands <= set(phony()), f"not in .PHONY: {sorted(commands - set(phony()))}"
 
 
+def made(path: Path) -> set[str]:
+    """The targets ``path`` names: ``make NAME`` at the start of a line or in backticks."""
+    text = path.read_text(encoding="utf-8")
+    return (set(re.findall(r"^make ([a-z][\w-]*)", text, re.M))
+            | set(re.findall(r"`make ([a-z][\w-]*)", text)))
+
+
 def test_every_make_command_the_readme_names_is_a_target():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"^make ([a-z][\w-]*)", readme, re.M))
-    named |= set(re.findall(r"`make ([a-z][\w-]*)", readme))
-    assert {"test", "demo", "bench-build"} <= named
+    named = made(ROOT / "README.md")
+    assert {"test", "demo", "docs", "bench-build"} <= named
     missing = sorted(named - set(rules()))
     assert not missing, f"the README names make targets that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").rglob("*.md")),
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_make_command_a_docs_page_names_is_a_target(page):
+    missing = sorted(made(page) - set(rules()))
+    assert not missing, f"{page.relative_to(ROOT)} names make targets that do not exist: {missing}"
+
+
+def test_the_development_page_names_every_described_target():
+    described = {target for target, text in rules().items() if text and target != "help"}
+    missing = sorted(described - made(ROOT / "docs" / "development.md"))
+    assert not missing, f"docs/development.md does not say how to use: {missing}"

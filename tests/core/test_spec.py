@@ -1,7 +1,7 @@
-"""One test per rule of the README and per bad input of the core's contract.
+"""One test per rule of the user guide and per bad input of the core's contract.
 
-The rules are the README's "Core quickstart" (the API table and "The default
-scorer, exactly"), "Entries and the framework mapping" and "Bad input". Expected
+The rules are those of ``docs/guide/core.md`` (the API table and "The default
+scorer, exactly"), ``docs/guide/entries.md`` and ``docs/guide/bad-input.md``. Expected
 scores are computed by hand from that formula; the arithmetic is written out
 next to each value.
 """
