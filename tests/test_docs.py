@@ -1,0 +1,172 @@
+"""The documentation a user reads: the site builds strictly and offline, and says what is true.
+
+- ``mkdocs build --strict`` succeeds with every socket refused, as ``make docs``
+  builds it: every page in the nav, every link and anchor resolving, every
+  public module's docstrings rendered (``mkdocs.yml`` turns each of those into a
+  warning, and ``--strict`` a warning into a failure);
+- the README stays a README (at most 30 KB), and the user docs carry no issue
+  numbers, commit hashes or mutation-run tallies: those belong in commit messages;
+- every test a guarantee names exists, in the README and on the guarantees page,
+  and every test the README names is on that page.
+
+The examples of every page run in ``tests/test_readme.py``.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+GUARANTEES = DOCS / "guarantees.md"
+#: What a reader of the site or the README sees: the text that must stay free of history.
+USER_DOCS = [README, ROOT / "README.zh-CN.md", *sorted(DOCS.rglob("*.md"))]
+
+# The build, in a fresh interpreter whose sockets all refuse: a fetch fails the build.
+OFFLINE_BUILD = """
+import sys
+import pytest_socket
+pytest_socket.disable_socket()
+from mkdocs.__main__ import cli
+cli.main(args=["build", "--strict", "--site-dir", sys.argv[1]], prog_name="mkdocs")
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-c", OFFLINE_BUILD, str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
+    return out
+
+
+def test_the_site_builds_strictly_with_the_network_refused(site):
+    for source in DOCS.rglob("*.md"):
+        page = source.relative_to(DOCS).with_suffix("")
+        built = site / (page.parent if page.name == "index" else page) / "index.html"
+        assert built.is_file(), f"{source.relative_to(ROOT)} was not built"
+
+
+def test_the_api_reference_renders_every_public_module(site):
+    expected = {
+        "poolsplit_core.poolsplit": ["Pool", "retrieve_pools", "explain_pools", "PreparedStore",
+                                     "make_scorer", "AlwaysScopeOverflowError"],
+        "poolsplit_core.checks": ["check_entries"],
+        "poolsplit_core.plan": ["plan_pools", "coverage", "load_pools", "save_pools"],
+        "poolsplit_integrations.langchain": ["PoolSplitRetriever", "PoolSplitCompressor"],
+        "poolsplit_integrations.llama_index": ["PoolSplitRetriever", "PoolSplitPostprocessor",
+                                               "PoolSplitMemoryBlock"],
+        "poolsplit_integrations.langgraph": ["PoolSplitStore", "PoolSplitStoreRetriever"],
+    }
+    for module, names in expected.items():
+        page = module.rsplit(".", 1)[1]
+        html = (site / "reference" / page / "index.html").read_text(encoding="utf-8")
+        missing = [name for name in names if f'id="{module}.{name}"' not in html]
+        assert not missing, f"reference/{page}: {missing} have no section"
+        # Markdown reads an unfenced ``>>>`` line as three nested quotes.
+        assert "<blockquote>" not in html, f"reference/{module}: a doctest rendered as prose"
+
+
+def test_the_performance_page_shows_the_plot_make_bench_profiles_writes(site):
+    assert (site / "assets" / "profiles.png").read_bytes() == (
+        ROOT / "benchmarks" / "profiles.png").read_bytes()
+    html = (site / "performance" / "index.html").read_text(encoding="utf-8")
+    assert "assets/profiles.png" in html
+
+
+def test_the_site_asks_no_font_or_script_from_another_host(site):
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        fetched = re.findall(r'<(?:link|script)[^>]+(?:href|src)="(https?://[^"]+)"', html)
+        assert not fetched, f"{page.relative_to(site)} loads {fetched}"
+
+
+def test_the_readme_is_at_most_30_kb():
+    size = README.stat().st_size
+    assert size <= 30_000, f"README.md is {size} bytes; move a section to a page under docs/"
+
+
+HISTORY = {
+    "an issue number": re.compile(r"\bissues? #?\d+|(?<![\w&/])#\d+\b", re.I),
+    "a commit hash": re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "a tally of a mutation run": re.compile(r"\b\d+ (?:mutants|killed|survived|survivors)\b"),
+    "a list of mutants": re.compile(r"`[\w.]+` \d+(?:[,\u2013-] ?\d+)+"),
+}
+
+
+@pytest.mark.parametrize("path", USER_DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_user_docs_carry_no_issue_numbers_commit_hashes_or_mutation_tallies(path):
+    text = path.read_text(encoding="utf-8")
+    found = {what: pattern.findall(text) for what, pattern in HISTORY.items()}
+    found = {what: hits for what, hits in found.items() if hits}
+    assert not found, f"{path.relative_to(ROOT)} holds history a user does not need: {found}"
+
+
+def named_tests(markdown: Path, heading: str | None = None) -> list[tuple[str, str | None]]:
+    """The ``(file, test name or None)`` pairs of every guarantee table's "proved by" cells.
+
+    ``::name`` continues the file named last in the same cell.
+    """
+    text = markdown.read_text(encoding="utf-8")
+    if heading is not None:
+        text = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    named = []
+    for row in re.findall(r"^\| (.+) \|$", text, re.M):
+        cells = row.split(" | ")
+        if len(cells) != 2 or cells[1] == "proved by" or set(cells[1]) <= {"-", " "}:
+            continue
+        current = None
+        for span in re.findall(r"`([^`]+)`", cells[1]):
+            file, _, name = span.partition("::")
+            if file.startswith("tests/") and file.endswith(".py"):
+                current = file
+            elif file or current is None:
+                continue  # not a test reference, e.g. `langchain-tests`
+            named.append((current, name or None))
+    return named
+
+
+def defines(file: str, name: str) -> bool:
+    text = (ROOT / file).read_text(encoding="utf-8")
+    pattern = rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b"
+    return re.search(pattern, text, re.M) is not None
+
+
+@pytest.mark.parametrize("where", ["README.md", "docs/guarantees.md"])
+def test_every_test_a_guarantee_names_exists(where):
+    named = named_tests(ROOT / where, "Guarantees" if where == "README.md" else None)
+    assert len(named) >= 40, f"{where}: the guarantee table names only {len(named)} tests"
+    missing = [f"{file}::{name}" if name else file for file, name in named
+               if not (ROOT / file).is_file() or (name and not defines(file, name))]
+    assert not missing, f"{where} names tests that do not exist: {missing}"
+
+
+def test_every_test_the_readme_names_is_on_the_guarantees_page():
+    on_page = set(named_tests(GUARANTEES))
+    missing = sorted(f"{f}::{n}" if n else f for f, n in
+                     set(named_tests(README, "Guarantees")) - on_page)
+    assert not missing, f"the README's guarantees name tests docs/guarantees.md does not: {missing}"
+
+
+def test_the_docs_build_helpers_do_what_their_examples_say():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    failed, tried = doctest.testmod(module)
+    assert tried >= 2 and failed == 0
+    text = "Intro:\n    >>> f(1)\n    2\n\n```\n>>> not a doctest\n```\n"
+    assert module.fence_doctests(text).splitlines() == [
+        "Intro:", "", "    ```pycon", "    >>> f(1)", "    2", "    ```", "",
+        "```", ">>> not a doctest", "```"]
