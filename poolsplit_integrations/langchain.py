@@ -12,7 +12,7 @@ Two components, one code path:
 
 Both map each ``Document`` to an entry dict through
 :mod:`poolsplit_integrations._entries` (the mapping table lives there and in
-the README), let the core decide, and return new ``Document`` objects with
+the user guide's Entries page), let the core decide, and return new ``Document`` objects with
 ``poolsplit_pool``, ``poolsplit_score``, ``poolsplit_always`` and ``poolsplit_similarity``
 (the candidate's retriever score, or its rank when the retriever gave none) added to a
 copy of the metadata. Input documents are never modified.

@@ -52,7 +52,7 @@ Safe with no option set:
 
 The mapping from a store item to an entry is
 :func:`poolsplit_integrations._entries.item_to_entry` (table in its section
-and in the README). Reads made for pool-split pass ``refresh_ttl=False``: they
+and in the user guide's LangGraph page). Reads made for pool-split pass ``refresh_ttl=False``: they
 never keep a memory alive that the agent itself did not read.
 
 Needs the ``langgraph`` extra: ``pip install 'poolsplit[langgraph]'``
