@@ -66,9 +66,13 @@ bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next
 
 # The core file against an earlier revision's, timed side by side in one process.
 BASE ?= c88fe01
+# A revision without poolsplit_core/prepared.py holds the prepared store in its core file.
 bench-compare: $(VENV)/.dev  ## the core against an earlier revision's (BASE=REV), new/old per path
 	git show $(BASE):poolsplit_core/poolsplit.py > $(VENV)/base_poolsplit.py
-	$(BIN)/python benchmarks/compare_cores.py $(VENV)/base_poolsplit.py
+	set --; if git cat-file -e $(BASE):poolsplit_core/prepared.py 2>/dev/null; then \
+	  git show $(BASE):poolsplit_core/prepared.py > $(VENV)/base_prepared.py; \
+	  set -- --old-prepared $(VENV)/base_prepared.py; fi; \
+	$(BIN)/python benchmarks/compare_cores.py $(VENV)/base_poolsplit.py "$$@"
 
 # Mutants to run: every one of the core by default, or globs of mutant names,
 # e.g. make mutate MUTANTS='poolsplit_core.poolsplit.x__recency*'. Each runs the

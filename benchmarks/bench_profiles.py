@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_retrieve import ENGINES, NOW, POOLS, same, summary, time_writes  # noqa: E402
 from profiles import PROFILES, Profile  # noqa: E402
 
-from poolsplit_core.poolsplit import PreparedStore, retrieve_pools  # noqa: E402
+from poolsplit_core.poolsplit import retrieve_pools  # noqa: E402
+from poolsplit_core.prepared import PreparedStore  # noqa: E402
 from tests.reference import ref_retrieve_pools  # noqa: E402
 
 PathTimes = dict[str, Any]

@@ -25,14 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from poolsplit_core.poolsplit import (  # noqa: E402
-    _ENGINES,
     Pool,
-    PreparedStore,
     cjk_token_counter,
     make_scorer,
     retrieve_pools,
     unicode_words,
 )
+from poolsplit_core.prepared import _ENGINES, PreparedStore  # noqa: E402
 from tests.reference import ref_retrieve_pools  # noqa: E402
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)

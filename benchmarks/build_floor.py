@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchmarks.bench_retrieve import ENGINES, make_store  # noqa: E402
 from benchmarks.profiles import PROFILES  # noqa: E402
-from poolsplit_core.poolsplit import PreparedStore, _content, _word_sets  # noqa: E402
+from poolsplit_core.poolsplit import _content, _word_sets  # noqa: E402
+from poolsplit_core.prepared import PreparedStore  # noqa: E402
 
 
 def seconds(fn) -> float:

@@ -1,11 +1,13 @@
 """Two versions of the core file, timed side by side on the same stores and queries.
 
 Run with ``make bench-compare BASE=<git revision>`` (or ``python
-benchmarks/compare_cores.py OLD_FILE [--size 10000] [--profiles flat]``):
-``OLD_FILE`` is a copy of ``poolsplit_core/poolsplit.py`` as it was, e.g.
-``git show c88fe01:poolsplit_core/poolsplit.py > /tmp/old.py``. Both files
-are loaded into one process, each builds a prepared store from the same
-entries, and every query is timed on both, alternately and in alternating
+benchmarks/compare_cores.py OLD_FILE [--old-prepared OLD_PREPARED] [--size 10000]
+[--profiles flat]``): ``OLD_FILE`` is a copy of ``poolsplit_core/poolsplit.py``
+as it was, e.g. ``git show c88fe01:poolsplit_core/poolsplit.py > /tmp/old.py``,
+and ``OLD_PREPARED`` the same revision's ``poolsplit_core/prepared.py`` when it
+has one (before that file existed, the core file held the prepared store).
+Both sides are loaded into one process, each builds a prepared store from the
+same entries, and every query is timed on both, alternately and in alternating
 order, for several rounds: so both see the same machine load, and the ratio
 new / old is the figure to read (absolute times move with the load).
 
@@ -26,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,7 +50,39 @@ def load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def pools_of(module: ModuleType) -> list[Any]:
+class Side(NamedTuple):
+    """One side of the comparison: a core file's functions and its prepared store."""
+
+    Pool: Any
+    retrieve_pools: Any
+    PreparedStore: Any
+
+
+def load_side(core_path: Path, prepared_path: Path | None, name: str) -> Side:
+    """The core file at ``core_path``, with the prepared store of ``prepared_path``.
+
+    A core file that holds its own PreparedStore (revisions before prepared.py)
+    needs no prepared file. ``prepared.py`` imports the core copied beside it as
+    the top-level module ``poolsplit``: that name is this side's core while it loads.
+    """
+    core = load(core_path, name)
+    if hasattr(core, "PreparedStore"):
+        return Side(core.Pool, core.retrieve_pools, core.PreparedStore)
+    if prepared_path is None:
+        raise SystemExit(f"{core_path} holds no PreparedStore: name its prepared.py too")
+    saved = sys.modules.get("poolsplit")
+    sys.modules["poolsplit"] = core
+    try:
+        prepared = load(prepared_path, f"{name}_prepared")
+    finally:
+        if saved is None:
+            del sys.modules["poolsplit"]
+        else:
+            sys.modules["poolsplit"] = saved
+    return Side(core.Pool, core.retrieve_pools, prepared.PreparedStore)
+
+
+def pools_of(module: Side) -> list[Any]:
     """The benchmark's pools as the module's own Pool objects."""
     return [module.Pool(p.name, max_tokens=p.max_tokens, max_entries=p.max_entries,
                         types=p.types) for p in POOLS]
@@ -62,7 +96,7 @@ def p95(times: list[float]) -> float:
     return statistics.quantiles(times, n=20)[18] if len(times) > 1 else times[0]
 
 
-def compare(old: ModuleType, new: ModuleType, profile: str, n: int, queries: int,
+def compare(old: Side, new: Side, profile: str, n: int, queries: int,
             rounds: int) -> dict[str, dict[str, float]]:
     store = PROFILES[profile].make(n)
     contexts = PROFILES[profile].queries(queries, 11)
@@ -129,13 +163,18 @@ def compare(old: ModuleType, new: ModuleType, profile: str, n: int, queries: int
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=Path, help="the old core file")
+    parser.add_argument("--old-prepared", type=Path,
+                        help="the old prepared.py (when the old core file has no PreparedStore)")
     parser.add_argument("--new", type=Path, default=ROOT / "poolsplit_core" / "poolsplit.py")
+    parser.add_argument("--new-prepared", type=Path,
+                        default=ROOT / "poolsplit_core" / "prepared.py")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--profiles", nargs="+", default=list(COMPARABLE), choices=COMPARABLE)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    old, new = load(args.old, "poolsplit_old"), load(args.new, "poolsplit_new")
+    old = load_side(args.old, args.old_prepared, "poolsplit_old")
+    new = load_side(args.new, args.new_prepared, "poolsplit_new")
     print(f"new / old, {args.size} entries, {args.queries} queries x {args.rounds} rounds,"
           " alternating; ms (median, p95; build: median, max)")
     print(f"{'profile':<13} {'path':<13} | {'old':>15} | {'new':>15} | {'new/old':>13}")

@@ -1,16 +1,20 @@
-"""poolsplit's core: the vendorable single-file engine, re-exported.
+"""poolsplit's core: the vendorable engine files, re-exported.
 
-Everything lives in :mod:`poolsplit_core.poolsplit`, one standard-library-only
-file that can also be copied alone into a project as ``poolsplit.py``; this
-package re-exports exactly its ``__all__``, plus :func:`check_entries`, the
-strict store checks of :mod:`poolsplit_core.checks` (not part of the file).
+The functions live in :mod:`poolsplit_core.poolsplit`, one standard-library-only
+file that can also be copied alone into a project as ``poolsplit.py``, and the
+prepared store in :mod:`poolsplit_core.prepared`, a standard-library-only file
+that can be copied beside it as ``prepared.py``. This package re-exports exactly
+their ``__all__``, plus :func:`check_entries`, the strict store checks of
+:mod:`poolsplit_core.checks` (in neither file).
 """
 
 from poolsplit_core import poolsplit as _core
+from poolsplit_core import prepared as _prepared
 from poolsplit_core.checks import check_entries
 from poolsplit_core.poolsplit import *  # noqa: F403 -- the core's __all__, nothing else
+from poolsplit_core.prepared import *  # noqa: F403 -- the prepared store's __all__
 
-__all__ = [*_core.__all__, "check_entries"]
+__all__ = [*_core.__all__, *_prepared.__all__, "check_entries"]
 
 # The numpy engine of PreparedStore registers itself when numpy is installed
 # (pip install 'poolsplit[fast]'); without it every store uses the python engine.

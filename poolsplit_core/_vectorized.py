@@ -1,4 +1,4 @@
-"""The numpy engine of :class:`~poolsplit_core.poolsplit.PreparedStore` (``poolsplit[fast]``).
+"""The numpy engine of :class:`~poolsplit_core.prepared.PreparedStore` (``poolsplit[fast]``).
 
 The python engine walks an index best-first behind score bounds: fast when the
 bounds are tight, slow when a store's scores are spread so that they are
@@ -16,7 +16,7 @@ operations in the same order; ties are broken by the same key
 
 Importing this module registers the engine as ``"numpy"``; the poolsplit
 package imports it when numpy is installed, so ``PreparedStore(engine="auto")``
-uses it. The vendored single file never does.
+uses it. The vendored files (``poolsplit.py``, ``prepared.py``) never do.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from poolsplit_core import poolsplit as core
+from poolsplit_core import prepared
 
 # The core's factor arithmetic, applied here to whole columns: its functions are
 # typed for floats, and numpy arrays go through the same operators.
@@ -165,7 +166,7 @@ class _Columns:
         return row
 
 
-class VectorIndex(core._Index):
+class VectorIndex(prepared._Index):
     """A prepared index whose regular entries are rows of numpy columns.
 
     Always-scope and irregular entries are kept as the python engine keeps
@@ -206,7 +207,7 @@ class VectorIndex(core._Index):
         self.newest: int | None = None
 
     @staticmethod
-    def regular(facts: core._Facts) -> bool:
+    def regular(facts: prepared._Facts) -> bool:
         return facts.active and not facts.always and facts.group is not None
 
     # -- building ----------------------------------------------------------
@@ -214,8 +215,8 @@ class VectorIndex(core._Index):
     def build(self, entries: list[Mapping[str, Any]]) -> None:
         """Index ``entries`` into this empty index: facts, then every row at once."""
         self.entries = entries
-        self.facts = [core._Facts(entry, i, self.token_counter) if self.is_active(entry)
-                      else core._INACTIVE for i, entry in enumerate(entries)]
+        self.facts = [prepared._Facts(entry, i, self.token_counter) if self.is_active(entry)
+                      else prepared._INACTIVE for i, entry in enumerate(entries)]
         for i, facts in enumerate(self.facts):
             self.register(i, facts)  # always-scope and irregular entries, as the python engine
         self._make_rows()
@@ -263,7 +264,7 @@ class VectorIndex(core._Index):
         if reader is None:
             sets: Iterable[Iterable[str]] = core._word_sets(texts)
         else:
-            sets = (core._entry_words(reader, text, entries[i], i)
+            sets = (prepared._entry_words(reader, text, entries[i], i)
                     for text, i in zip(texts, positions))
         self.words_index = _Postings.build(sets, n)
         self.tags_index = _Postings.build((f.tags for f in chosen), n)
@@ -272,7 +273,7 @@ class VectorIndex(core._Index):
 
     # -- writes -------------------------------------------------------------
 
-    def place_regular(self, i: int, facts: core._Facts) -> None:
+    def place_regular(self, i: int, facts: prepared._Facts) -> None:
         """A new row for a regular entry written at position ``i``."""
         while len(self.row_of) <= i:
             self.row_of.append(-1)
@@ -305,7 +306,7 @@ class VectorIndex(core._Index):
             if types is None or facts.type in types:
                 self.candidates[types] = np.append(rows, row)
 
-    def unplace_regular(self, i: int, facts: core._Facts) -> None:
+    def unplace_regular(self, i: int, facts: prepared._Facts) -> None:
         """The row of the entry at position ``i`` dies (invariant 1)."""
         row = self.row_of[i]
         self.columns.data["alive"][row] = False
@@ -369,11 +370,11 @@ class VectorIndex(core._Index):
         return out
 
 
-def _group(facts: core._Facts) -> tuple[Any, float, Any]:
+def _group(facts: prepared._Facts) -> tuple[Any, float, Any]:
     return facts.group  # type: ignore[return-value]  # a regular entry's group is set
 
 
-class VectorQuery(core._PreparedQuery):
+class VectorQuery(prepared._PreparedQuery):
     """One query over a :class:`VectorIndex`: every row scored at once, each pool's best sorted.
 
     A pool's rows are cut by a score threshold into a best chunk, which is
@@ -391,7 +392,7 @@ class VectorQuery(core._PreparedQuery):
         self._scores: np.ndarray | None = None
         self._taken_rows: np.ndarray | None = None
 
-    def run(self, pools: list[core.Pool]) -> dict[str, core._Filled]:
+    def run(self, pools: list[core.Pool]) -> dict[str, prepared._Filled]:
         if len(pools) > 1:
             self._taken_rows = np.zeros(self.index.columns.length, np.bool_)
         return super().run(pools)
@@ -477,12 +478,12 @@ class VectorQuery(core._PreparedQuery):
                 table[code] = core._project_factor(project, query)
         return table
 
-    def fill(self, pool: core.Pool, taken: Any) -> core._Filled:
+    def fill(self, pool: core.Pool, taken: Any) -> prepared._Filled:
         always, exact = self.open(pool, taken)
-        picked: list[core._Pick] = []
+        picked: list[prepared._Pick] = []
         tokens_left, slots_left = pool.max_tokens, pool.max_entries
         if slots_left == 0 or tokens_left == 0:
-            return core._Filled(always, picked)
+            return prepared._Filled(always, picked)
         exact.sort()
         index, c = self.index, self.index.columns
         entries, facts, include = self.entries, self.facts, self.include
@@ -498,7 +499,7 @@ class VectorQuery(core._PreparedQuery):
                 exact_at += 1
                 cost = facts[j].cost
                 if cost <= tokens_left:
-                    picked.append(core._new(core._Pick, (j, self.scores[j], cost)))
+                    picked.append(core._new(prepared._Pick, (j, self.scores[j], cost)))
                     tokens_left -= cost
                     slots_left -= 1
 
@@ -544,7 +545,7 @@ class VectorQuery(core._PreparedQuery):
                 if (taken and id(entry) in taken) or (include is not None
                                                       and not include(entry)):
                     continue
-                picked.append(core._new(core._Pick, (i, score, cost)))
+                picked.append(core._new(prepared._Pick, (i, score, cost)))
                 if taken_rows is not None:
                     taken_rows[row] = True
                 tokens_left -= cost
@@ -563,10 +564,10 @@ class VectorQuery(core._PreparedQuery):
                 rows, scores = rows[keep], scores[keep]
             chunk *= 2
         take_exact_before(0.0, -1)
-        return core._Filled(always, picked)
+        return prepared._Filled(always, picked)
 
 
-def _before(candidate: core._Candidate, score: float, facts: core._Facts, i: int) -> bool:
+def _before(candidate: core._Candidate, score: float, facts: prepared._Facts, i: int) -> bool:
     """True when an exactly-scored candidate sorts before the row at position ``i``."""
     if candidate.neg_score != -score:
         return bool(candidate.neg_score < -score)
@@ -592,5 +593,5 @@ def _threshold(scores: np.ndarray, chunk: int) -> float:
     return float(np.partition(scores, n - chunk)[n - chunk])
 
 
-core._ENGINES["numpy"] = VectorIndex
+prepared._ENGINES["numpy"] = VectorIndex
 

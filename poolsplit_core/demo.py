@@ -39,12 +39,12 @@ from poolsplit_core._text import plural, shorten, table
 from poolsplit_core.plan import best_entry_coverage, plan_pools
 from poolsplit_core.poolsplit import (
     Pool,
-    PreparedStore,
     Scorer,
     TokenCounter,
     default_scorer,
     default_token_counter,
 )
+from poolsplit_core.prepared import PreparedStore
 
 __all__ = [
     "BURST_SIZE",

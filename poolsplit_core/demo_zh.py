@@ -32,13 +32,13 @@ from poolsplit_core.demo import (
     read_shipped_store,
 )
 from poolsplit_core.poolsplit import (
-    PreparedStore,
     Scorer,
     cjk_token_counter,
     default_scorer,
     make_scorer,
     unicode_words,
 )
+from poolsplit_core.prepared import PreparedStore
 
 __all__ = [
     "CORRECTION_QUERIES_ZH",

@@ -53,13 +53,13 @@ from poolsplit_core.poolsplit import (
     ActivityTest,
     Decision,
     Pool,
-    PreparedStore,
     Scorer,
     TokenCounter,
     default_is_active,
     default_scorer,
     default_token_counter,
 )
+from poolsplit_core.prepared import PreparedStore
 
 __all__ = [
     "CoverageReport",

@@ -15,12 +15,12 @@ from typing import Any
 
 from poolsplit_core.poolsplit import (
     Decision,
-    PreparedStore,
     _hashable,
     default_is_active,
     default_scorer,
     default_token_counter,
 )
+from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations._tenancy import carries_user
 
 __all__ = ["LiveStore", "refuse_bad"]

@@ -107,10 +107,10 @@ from poolsplit_core.poolsplit import (
     Explanation,
     Ledger,
     Pool,
-    PreparedStore,
     default_is_active,
     default_token_counter,
 )
+from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations._entries import item_entry_id, item_to_entry, result_metadata
 from poolsplit_integrations._models import option_field
 from poolsplit_integrations._options import (

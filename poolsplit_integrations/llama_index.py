@@ -127,11 +127,11 @@ from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
     Pool,
-    PreparedStore,
     default_is_active,
     default_scorer,
     default_token_counter,
 )
+from poolsplit_core.prepared import PreparedStore  # noqa: E402
 from poolsplit_integrations._candidates import (  # noqa: E402
     Reading,
     VectorSource,

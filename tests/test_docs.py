@@ -60,8 +60,9 @@ def test_the_site_builds_strictly_with_the_network_refused(site):
 
 def test_the_api_reference_renders_every_public_module(site):
     expected = {
-        "poolsplit_core.poolsplit": ["Pool", "retrieve_pools", "explain_pools", "PreparedStore",
-                                     "make_scorer", "AlwaysScopeOverflowError"],
+        "poolsplit_core.poolsplit": ["Pool", "retrieve_pools", "explain_pools", "make_scorer",
+                                     "AlwaysScopeOverflowError"],
+        "poolsplit_core.prepared": ["PreparedStore"],
         "poolsplit_core.checks": ["check_entries"],
         "poolsplit_core.plan": ["plan_pools", "coverage", "load_pools", "save_pools"],
         "poolsplit_integrations.langchain": ["PoolSplitRetriever", "PoolSplitCompressor"],

@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_retrieve import NOW, POOLS
 from profiles import PROFILES
 
-from poolsplit_core.poolsplit import PreparedStore, retrieve_pools
+from poolsplit_core.poolsplit import retrieve_pools
+from poolsplit_core.prepared import PreparedStore
 from tests.reference import ref_retrieve_pools
 
 

@@ -1,8 +1,8 @@
 """Pins the public API of the core: names, signatures, version, typing marker.
 
 Adding a public name to the core means adding it to PUBLIC_NAMES below (and
-nowhere else in this file); a name the package adds beside the core's goes
-in PACKAGE_NAMES.
+nowhere else in this file), one of the prepared store's file to PREPARED_NAMES;
+a name the package adds beside the two files' goes in PACKAGE_NAMES.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import tomllib
 
 import poolsplit_core
 import poolsplit_core.poolsplit as core
+import poolsplit_core.prepared as prepared
 
 PUBLIC_NAMES = sorted([
     "OUTCOMES",
@@ -27,7 +28,6 @@ PUBLIC_NAMES = sorted([
     "Explanation",
     "Ledger",
     "Pool",
-    "PreparedStore",
     "__version__",
     "cjk_token_counter",
     "default_is_active",
@@ -40,7 +40,10 @@ PUBLIC_NAMES = sorted([
     "unicode_words",
 ])
 
-#: What poolsplit_core exports beside the vendorable file's names (not in the file).
+#: The names of the prepared store's file (vendorable beside the core's).
+PREPARED_NAMES = ["PreparedStore"]
+
+#: What poolsplit_core exports beside the vendorable files' names (in neither file).
 PACKAGE_NAMES = ["check_entries"]
 
 KEYWORD_ONLY_DEFAULTS = {
@@ -57,10 +60,19 @@ def test_core_module_all_is_exactly_the_pinned_public_names():
     assert len(core.__all__) == len(set(core.__all__))
 
 
+def test_prepared_module_all_is_exactly_the_pinned_names_and_the_core_lacks_them():
+    assert sorted(prepared.__all__) == PREPARED_NAMES
+    for name in PREPARED_NAMES:
+        assert not hasattr(core, name), name
+
+
 def test_package_reexports_the_same_names_as_the_same_objects():
-    assert sorted(poolsplit_core.__all__) == sorted(PUBLIC_NAMES + PACKAGE_NAMES)
+    assert sorted(poolsplit_core.__all__) == sorted(PUBLIC_NAMES + PREPARED_NAMES + PACKAGE_NAMES)
+    assert len(poolsplit_core.__all__) == len(set(poolsplit_core.__all__))
     for name in PUBLIC_NAMES:
         assert getattr(poolsplit_core, name) is getattr(core, name), name
+    for name in PREPARED_NAMES:
+        assert getattr(poolsplit_core, name) is getattr(prepared, name), name
 
 
 def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them():
@@ -74,11 +86,14 @@ def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them(
                                                                             "labels"]
 
 
-@pytest.mark.parametrize("name", [n for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")])
-def test_every_public_name_is_documented_where_it_is_defined(name):
+@pytest.mark.parametrize(("module", "name"), [
+    *((core, n) for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")),
+    *((prepared, n) for n in PREPARED_NAMES),
+])
+def test_every_public_name_is_documented_where_it_is_defined(module, name):
     # help() and the IDE show this text: a public name without it is a gap
-    obj = getattr(core, name)
-    assert obj.__module__ == core.__name__
+    obj = getattr(module, name)
+    assert obj.__module__ == module.__name__
     assert inspect.getdoc(obj) and len(inspect.getdoc(obj)) > 20
 
 
@@ -117,7 +132,7 @@ def test_the_default_counter_and_activity_test_follow_the_readme():
 
 def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
     # (the engine names are in tests/core/test_engines.py)
-    build = inspect.signature(core.PreparedStore).parameters
+    build = inspect.signature(prepared.PreparedStore).parameters
     assert [(n, p.kind, p.default) for n, p in build.items()] == [
         ("entries", inspect.Parameter.POSITIONAL_OR_KEYWORD, ()),
         ("scorer", inspect.Parameter.KEYWORD_ONLY, core.default_scorer),
@@ -127,11 +142,11 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
         ("engine", inspect.Parameter.KEYWORD_ONLY, "auto"),
     ]
     for method, keywords in (
-        (core.PreparedStore.retrieve_pools,
+        (prepared.PreparedStore.retrieve_pools,
          ["scorer", "now", "where", "max_always_tokens", "always_pool"]),
-        (core.PreparedStore.explain_pools,
+        (prepared.PreparedStore.explain_pools,
          ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
-        (core.PreparedStore.decide,
+        (prepared.PreparedStore.decide,
          ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
     ):
         params = inspect.signature(method).parameters.values()
@@ -203,6 +218,7 @@ def test_word_reader_and_cjk_counter_take_one_text():
 def test_version_is_a_pep_440_release_string_shared_by_the_package():
     assert re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?", core.__version__)
     assert poolsplit_core.__version__ == core.__version__
+    assert prepared.__version__ == core.__version__  # the two files are copied together
 
 
 def wheel_packages() -> list[str]:

@@ -3,7 +3,7 @@
 ``PreparedStore(...)`` with the default ``engine="auto"`` then builds the
 engine of the run, so one test body holds every engine to the same answers:
 
-- ``python``: the core file's best-first walk;
+- ``python``: the best-first walk of ``prepared.py`` (standard library only);
 - ``python-split``: the same walk splitting the rest of every word and tag
   list by message factor once it has read one entry of it, however long the
   kind's lists (a store splits only lists read deep, of kinds where counting
@@ -20,8 +20,7 @@ import math
 
 import pytest
 
-from poolsplit_core import _vectorized
-from poolsplit_core import poolsplit as core
+from poolsplit_core import _vectorized, prepared
 
 ENGINES = ("python", "python-split", "numpy", "numpy-chunked")
 
@@ -29,14 +28,12 @@ ENGINES = ("python", "python-split", "numpy", "numpy-chunked")
 @pytest.fixture(scope="module", params=ENGINES)
 def each_engine(request):
     """Run the module's tests with ``engine="auto"`` meaning this engine."""
-    v = _vectorized
-    saved = (core._AUTO, core._SPLIT_RATIO, core._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT,
-             v._SAMPLE_OVER)
-    core._AUTO = request.param.split("-")[0]
+    p, v = prepared, _vectorized
+    saved = (p._AUTO, p._SPLIT_RATIO, p._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER)
+    p._AUTO = request.param.split("-")[0]
     if request.param == "python-split":
-        core._SPLIT_RATIO, core._SPLIT_AFTER = math.inf, 1
+        p._SPLIT_RATIO, p._SPLIT_AFTER = math.inf, 1
     if request.param == "numpy-chunked":
         v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = 1, 0, 4
     yield request.param
-    (core._AUTO, core._SPLIT_RATIO, core._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT,
-     v._SAMPLE_OVER) = saved
+    (p._AUTO, p._SPLIT_RATIO, p._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER) = saved

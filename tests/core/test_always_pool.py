@@ -22,11 +22,11 @@ from poolsplit_core.poolsplit import (
     Decision,
     Ledger,
     Pool,
-    PreparedStore,
     default_is_active,
     explain_pools,
     retrieve_pools,
 )
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)

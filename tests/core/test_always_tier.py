@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from poolsplit_core.poolsplit import (
     AlwaysScopeOverflowError,
     Pool,
-    PreparedStore,
     explain_pools,
     retrieve,
     retrieve_pools,
 )
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 from tests.reference import ref_retrieve_pools
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from poolsplit_core import check_entries
 from poolsplit_core.checks import entry_problems, refuse_bad_entries
-from poolsplit_core.poolsplit import Pool, PreparedStore, explain_pools, retrieve_pools
+from poolsplit_core.poolsplit import Pool, explain_pools, retrieve_pools
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)

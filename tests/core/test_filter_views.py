@@ -19,7 +19,9 @@ from types import SimpleNamespace
 import pytest
 
 from poolsplit_core import poolsplit as core
-from poolsplit_core.poolsplit import _DELETED, _ODD, Pool, PreparedStore, explain_pools
+from poolsplit_core import prepared
+from poolsplit_core.poolsplit import Pool, explain_pools
+from poolsplit_core.prepared import _DELETED, _ODD, PreparedStore
 from tests.core import strategies as s
 from tests.core.test_living_store import check_index_invariants
 
@@ -107,7 +109,7 @@ def draw_where(rng):
 
 def check_views(store):
     """Invariant 4 of PreparedStore: the views hold exactly what a fresh grouping holds."""
-    assert len(store._views) <= core._VIEW_KEYS
+    assert len(store._views) <= prepared._VIEW_KEYS
     live = [(slot, e) for slot, e in enumerate(store._slots) if e is not _DELETED]
     for key, view in store._views.items():
         want = {}
@@ -201,7 +203,7 @@ def run_seed(seed, steps=30):
 @pytest.mark.parametrize("block", range(4))
 def test_a_filter_on_any_key_gives_the_stateless_answer_through_writes(block, monkeypatch):
     if block % 2:  # two view keys kept, of the four filtered on: views dropped and made again
-        monkeypatch.setattr(core, "_VIEW_KEYS", 2)
+        monkeypatch.setattr(prepared, "_VIEW_KEYS", 2)
     built = 0
     for seed in range(block * SEEDS // 4, (block + 1) * SEEDS // 4):
         built += run_seed(seed)

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from poolsplit_core.poolsplit import (
     ConfiguredScorer,
     Pool,
-    PreparedStore,
     default_scorer,
     make_scorer,
     retrieve_pools,
 )
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 from tests.reference import ref_hybrid_scorer, ref_retrieve_pools
 

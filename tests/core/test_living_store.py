@@ -15,7 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from poolsplit_core.poolsplit import Pool, PreparedStore, _positions
+from poolsplit_core.poolsplit import Pool
+from poolsplit_core.prepared import PreparedStore, _positions
 from tests.reference import ref_retrieve_pools
 
 # Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).

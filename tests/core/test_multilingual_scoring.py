@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from poolsplit_core.poolsplit import (
     ConfiguredScorer,
     Pool,
-    PreparedStore,
     default_scorer,
     explain_pools,
     make_scorer,
     retrieve_pools,
     unicode_words,
 )
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 from tests.core.multilingual_fixtures import FIXTURES
 from tests.reference import ref_default_scorer, ref_retrieve_pools

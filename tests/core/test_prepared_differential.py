@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolsplit_core.poolsplit import PreparedStore, _word_sets
+from poolsplit_core.poolsplit import _word_sets
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 from tests.reference import ref_retrieve_pools, words
 

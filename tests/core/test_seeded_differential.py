@@ -26,12 +26,8 @@ import random
 
 import pytest
 
-from poolsplit_core.poolsplit import (
-    PreparedStore,
-    explain_pools,
-    retrieve,
-    retrieve_pools,
-)
+from poolsplit_core.poolsplit import explain_pools, retrieve, retrieve_pools
+from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 from tests.core.test_living_store import check_index_invariants, supersede
 from tests.reference import ref_explain_pools

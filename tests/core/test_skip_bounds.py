@@ -15,7 +15,8 @@ from datetime import timedelta
 
 import pytest
 
-from poolsplit_core.poolsplit import Pool, PreparedStore, _positions
+from poolsplit_core.poolsplit import Pool
+from poolsplit_core.prepared import PreparedStore, _positions
 from tests.core.test_living_store import (
     NOW,
     USERS,

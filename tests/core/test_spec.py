@@ -18,7 +18,6 @@ import pytest
 from poolsplit_core.poolsplit import (
     OUTCOMES,
     Pool,
-    PreparedStore,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -27,6 +26,7 @@ from poolsplit_core.poolsplit import (
     retrieve,
     retrieve_pools,
 )
+from poolsplit_core.prepared import PreparedStore
 
 # Every test of this module runs once per engine of PreparedStore (tests/core/conftest.py).
 pytestmark = pytest.mark.usefixtures("each_engine")

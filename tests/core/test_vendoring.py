@@ -1,6 +1,8 @@
 """The vendoring promise: poolsplit.py copied alone into a project works there.
 
-Standard library only, no relative imports, nothing newer than Python 3.9.
+Standard library only, no relative imports, nothing newer than Python 3.9. And
+prepared.py copied beside it works there too: the prepared store answers as
+the core's functions do, importing nothing but the standard library and the core.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 import pytest
 
 import poolsplit_core.poolsplit as core
+import poolsplit_core.prepared as prepared
 
 SOURCE = Path(core.__file__)
+PREPARED = Path(prepared.__file__)
 ROOT = SOURCE.parent.parent
 
 USE_IT = textwrap.dedent(
@@ -30,6 +34,7 @@ USE_IT = textwrap.dedent(
 
     assert poolsplit.__file__.startswith(sys.argv[1]), poolsplit.__file__
     assert not [m for m in sys.modules if m.startswith("poolsplit_")], sorted(sys.modules)
+    assert "prepared" not in sys.modules and not hasattr(poolsplit, "PreparedStore")
     store = [
         {"id": "n1", "type": "note", "base_priority": 9, "content": "x" * 400},
         {"id": "fix", "type": "correction", "scope": "always", "content": "never"},
@@ -45,10 +50,61 @@ USE_IT = textwrap.dedent(
 )
 
 
+# The prepared store copied beside the core: the same answers as the core's
+# functions, over a store big enough for near-ties, through writes too.
+USE_BOTH = textwrap.dedent(
+    """
+    import random, sys
+    sys.path.insert(0, sys.argv[1])
+    from datetime import datetime, timezone
+    import poolsplit, prepared
+    from prepared import PreparedStore
+
+    assert prepared.__file__.startswith(sys.argv[1]), prepared.__file__
+    assert prepared.core is poolsplit
+    assert not [m for m in sys.modules if m.startswith("poolsplit_")], sorted(sys.modules)
+    assert PreparedStore(engine="auto").engine == "python"  # no numpy engine beside the files
+    rng = random.Random(7)
+    words = ["deploy", "database", "release", "rollback", "cache", "tenant"]
+    store = [{"id": f"e{n}", "type": rng.choice(["note", "task", "skill", "correction"]),
+              "scope": "always" if rng.random() < 0.1 else "contextual",
+              "base_priority": rng.choice([1, 5, 9]), "tags": rng.sample(words, 2),
+              "created": f"2025-12-{rng.randint(1, 28):02d}T00:00:00Z",
+              "content": " ".join(rng.choices(words, k=rng.randint(2, 12)))}
+             for n in range(120)]
+    pools = [poolsplit.Pool("work", max_tokens=30, max_entries=4, types=("task", "correction")),
+             poolsplit.Pool("rest", max_tokens=20, max_entries=3)]
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    kept = PreparedStore(store[:100])
+    for entry in store[100:]:
+        kept.add(entry)
+    kept.delete("e3")
+    answered = 0
+    for words_asked in (["deploy"], ["database", "release"], ["cache", "tenant", "rollback"]):
+        context = {"message": " ".join(words_asked), "tags": words_asked[:1]}
+        got = kept.retrieve_pools(pools, context, now=now)
+        want = poolsplit.retrieve_pools(kept.entries, pools, context, now=now)
+        assert {k: [id(e) for e in v] for k, v in got.items()} == {
+            k: [id(e) for e in v] for k, v in want.items()}, (got, want)
+        answered += sum(map(len, got.values()))
+    assert answered > 10
+    print("same answers")
+    """
+)
+
+
 @pytest.fixture
 def vendored(tmp_path):
     """A project directory holding nothing but a copy of poolsplit.py."""
     shutil.copyfile(SOURCE, tmp_path / "poolsplit.py")
+    return tmp_path
+
+
+@pytest.fixture
+def vendored_both(tmp_path):
+    """A project directory holding nothing but copies of poolsplit.py and prepared.py."""
+    shutil.copyfile(SOURCE, tmp_path / "poolsplit.py")
+    shutil.copyfile(PREPARED, tmp_path / "prepared.py")
     return tmp_path
 
 
@@ -61,12 +117,20 @@ def test_vendored_copy_imports_and_runs_alone_in_an_isolated_interpreter(vendore
     assert run.stdout.strip() == "{'work': ['fix', 'n2'], 'skills': ['s1']}"
 
 
-def test_vendored_copy_passes_its_own_doctests(vendored):
-    run = subprocess.run([sys.executable, "-I", "-S", "-m", "doctest", "-v", "poolsplit.py"],
-                         cwd=vendored, capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize("name", ["poolsplit.py", "prepared.py"])
+def test_vendored_copy_passes_its_own_doctests(vendored_both, name):
+    run = subprocess.run([sys.executable, "-I", "-S", "-m", "doctest", "-v", name],
+                         cwd=vendored_both, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 failed" in run.stdout
     assert " passed" in run.stdout and "\n0 passed" not in run.stdout
+
+
+def test_vendored_prepared_store_beside_the_core_answers_as_the_core(vendored_both):
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", USE_BOTH, str(vendored_both)],
+                         cwd=vendored_both, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "same answers"
 
 
 # vermin has no __main__ module: call its console entry point with this interpreter.
@@ -80,8 +144,9 @@ def vermin(path):
         capture_output=True, text=True, timeout=120)
 
 
-def test_core_needs_nothing_newer_than_python_3_9():
-    run = vermin(SOURCE)
+@pytest.mark.parametrize("path", [SOURCE, PREPARED], ids=["poolsplit.py", "prepared.py"])
+def test_core_needs_nothing_newer_than_python_3_9(path):
+    run = vermin(path)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -114,10 +179,19 @@ def test_core_imports_only_the_standard_library_and_nothing_relative():
     assert sorted(n for n in names if n not in sys.stdlib_module_names) == []
 
 
-def test_core_file_carries_the_whole_licence_text_version_and_all():
+def test_prepared_imports_only_the_standard_library_and_the_core():
+    # in the package, the core is its sibling (relative); copied, it is top-level poolsplit
+    names, relative = imported_modules(PREPARED)
+    assert relative == [None]  # from . import poolsplit
+    assert "from . import poolsplit as core" in PREPARED.read_text(encoding="utf-8")
+    assert sorted(n for n in names if n not in sys.stdlib_module_names) == ["poolsplit"]
+
+
+@pytest.mark.parametrize("path", [SOURCE, PREPARED], ids=["poolsplit.py", "prepared.py"])
+def test_core_file_carries_the_whole_licence_text_version_and_all(path):
     # The file travels alone: its opening comment holds the LICENSE file's
     # text word for word, copyright line included.
-    text = SOURCE.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     comment = [line[2:] if line.startswith("# ") else line.lstrip("#")
                for line in itertools.takewhile(lambda line: line.startswith("#"), lines)]

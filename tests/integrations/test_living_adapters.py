@@ -24,7 +24,8 @@ from langchain_core.documents import Document
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from poolsplit_core.poolsplit import Pool, PreparedStore
+from poolsplit_core.poolsplit import Pool
+from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations import langchain as lc
 from poolsplit_integrations import llama_index as li
 from poolsplit_integrations._tenancy import narrow

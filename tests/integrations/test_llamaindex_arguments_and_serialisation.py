@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 from llama_index.core.schema import Document, NodeWithScore, QueryBundle, TextNode
 
-from poolsplit_core.poolsplit import PreparedStore
+from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations.llama_index import (
     PoolSplitMemoryBlock,
     PoolSplitPostprocessor,

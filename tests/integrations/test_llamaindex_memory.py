@@ -9,7 +9,8 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock, Memory
 
-from poolsplit_core.poolsplit import Pool, PreparedStore
+from poolsplit_core.poolsplit import Pool
+from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations.llama_index import CORRECTIONS_HEADING, PoolSplitMemoryBlock
 
 from ._llamaindex_support import (
