@@ -343,7 +343,13 @@ def pools_to_json(pools: Iterable[Pool]) -> str:
     for i, pool in enumerate(listed):
         if not isinstance(pool, Pool):
             raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
-    return json.dumps([pool_to_data(pool) for pool in listed], indent=2, ensure_ascii=False) + "\n"
+    data = [pool_to_data(pool) for pool in listed]
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a JSON "\\ud800" read from a store)
+        text = json.dumps(data, indent=2) + "\n"  # escaped, so the file is UTF-8 and reads back
+    return text
 
 
 def pools_from_json(text: str, name: str = "pools") -> list[Pool]:
@@ -376,8 +382,19 @@ def load_pools(path: str | Path) -> list[Pool]:
     """Read pools from a JSON file written by :func:`save_pools` or ``poolsplit plan --out``.
 
     The one-liner for the adapters: ``PoolSplitRetriever(pools=load_pools("pools.json"), ...)``.
+    The file is UTF-8 (a byte-order mark allowed).
+
+    Raises:
+        ValueError: the file is not UTF-8 text, or not valid pools (as
+            :func:`pools_from_json`); the message starts with ``path``.
+        OSError: the file cannot be read (FileNotFoundError for a missing one).
     """
-    return pools_from_json(Path(path).read_text(encoding="utf-8-sig"), str(path))
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}); pools files are"
+                         " UTF-8 JSON, as save_pools writes them") from None
+    return pools_from_json(text, str(path))
 
 
 def save_pools(pools: Iterable[Pool], path: str | Path) -> None:

@@ -137,6 +137,28 @@ def test_a_bad_queries_file_is_named_by_its_line(text, message, tmp_path, capsys
     assert f"{path}" in err and message in err
 
 
+def test_pools_and_queries_files_that_are_not_utf8_are_one_error_line_naming_them(capsys,
+                                                                                 tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('[{"message": "caf\u00e9"}]'.encode("latin-1"))
+    for argv in (["coverage", STORE, "--pools", str(bad)],
+                 ["plan", STORE, "--tokens", "900", "--queries", str(bad)]):
+        status, out, err = run(capsys, *argv)
+        assert status == 2 and out == "" and err.count("\n") == 1
+        assert f"{bad}: not UTF-8 text" in err
+
+
+def test_plan_out_writes_a_type_with_a_lone_surrogate_as_a_file_that_reads_back(capsys,
+                                                                                tmp_path):
+    store = tmp_path / "store.json"
+    store.write_text('[{"id": "a", "type": "note\\ud800", "content": "deploy the api"}]')
+    out_path = tmp_path / "pools.json"
+    status, _, err = run(capsys, "plan", str(store), "--tokens", "100", "--now", NOW,
+                         "--out", str(out_path))
+    assert status == 0, err
+    assert [pool.types for pool in read_pools_file(str(out_path))] == [("note\ud800",)]
+
+
 def test_an_unwritable_out_path_is_a_clear_error(capsys, tmp_path):
     status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--now", NOW,
                            "--out", str(tmp_path / "no" / "such" / "dir.json"))

@@ -368,6 +368,24 @@ def test_bad_pools_json_names_the_pool_and_the_problem(text, message):
     assert message in str(info.value)
 
 
+def test_load_pools_on_a_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path):
+    path = tmp_path / "pools.json"
+    path.write_bytes(pools_to_json(SPLIT_POOLS).encode("utf-8") + b"\xff")
+    with pytest.raises(ValueError, match="not UTF-8 text") as info:
+        load_pools(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert not isinstance(info.value, UnicodeDecodeError)  # ours, not the codec's bare error
+
+
+def test_pools_naming_a_lone_surrogate_are_saved_as_utf8_and_read_back(tmp_path):
+    # json.loads turns "\\ud800" in a store into a lone surrogate, which UTF-8 cannot hold.
+    pools = [Pool("odd", 100, 2, ("note\ud800",))]
+    path = tmp_path / "pools.json"
+    save_pools(pools, path)
+    path.read_bytes().decode("utf-8")  # a valid UTF-8 file
+    assert load_pools(path) == pools
+
+
 # --------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------
