@@ -315,3 +315,58 @@ def test_make_test_installs_the_notebook_kernel_but_not_jupyterlab():
     dev = closure({"poolsplit[dev]"})
     assert {"ipykernel", "matplotlib", "langchain-core", "llama-index-core", "pytest"} <= dev
     assert "jupyterlab" not in dev  # CI time: no test opens JupyterLab
+
+
+#: The extras a user installs; the rest (bench, docs, dev, mutate) are the project's own.
+USER_EXTRAS = ("langchain", "llamaindex", "langgraph", "postgres", "vectors", "fast",
+               "notebooks", "all")
+
+
+def install_section(readme: Path) -> str:
+    """A README's install section, or the whole Install page of the site."""
+    text = readme.read_text(encoding="utf-8")
+    if readme == INSTALL_PAGE:
+        return text
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))[READMES[readme]]
+
+
+@pytest.mark.parametrize("readme", [README, README_ZH, INSTALL_PAGE], ids=label)
+def test_every_install_section_lists_each_user_extra_and_the_clone_install(readme):
+    section = install_section(readme)
+    assert set(USER_EXTRAS) <= set(own_extras()), "an extra this test names was removed"
+    for extra in USER_EXTRAS:
+        assert f"pip install 'poolsplit[{extra}]'" in section, f"{label(readme)}: no [{extra}]"
+    assert "pip install '.[langchain]'" in section
+    # The in-memory LangChain vector store needs numpy, not the PostgreSQL extra.
+    assert "pip install 'poolsplit[langchain,fast]'" in section + INSTALL_PAGE.read_text(
+        encoding="utf-8")
+    assert "numpy" in closure({"poolsplit[langchain,fast]"})
+    # [notebooks] is the three framework extras and more, not "both" frameworks.
+    assert "langgraph" in closure({"poolsplit[notebooks]"})
+    assert "both, plus" not in section and "以上两者" not in section
+
+
+def test_the_install_page_describes_every_user_extra_in_its_table():
+    rows = {m.group(1) for m in re.finditer(r"^\| `([\w-]+)` \|", INSTALL_PAGE.read_text(
+        encoding="utf-8"), flags=re.M)}
+    assert rows == {*USER_EXTRAS, "notebooks-kernel"}
+
+
+def test_a_block_that_needs_only_an_in_memory_vector_store_does_not_ask_for_postgres():
+    for page in doc_pages():
+        for block in read_blocks(page):
+            if "InMemoryVectorStore" in block.code or "SimpleVectorStore" in block.code:
+                assert "vectors" not in (block.requires or ""), (
+                    f"{label(page)} line {block.line}: an in-memory vector store needs"
+                    " [langchain,fast] or [llamaindex], not [vectors]")
+
+
+def test_make_test_is_said_to_type_check_the_core_and_the_adapters():
+    assert "mypy poolsplit_core poolsplit_integrations" in (ROOT / "Makefile").read_text()
+    for page, words in ((README, "type-check the core and the adapters"),
+                        (DOCS / "index.md", "type-check the core and the adapters"),
+                        (README_ZH, "核心与适配器的类型检查")):
+        line = next(line for line in page.read_text(encoding="utf-8").splitlines()
+                    if line.startswith("make test"))
+        assert words in line, f"{label(page)}: {line}"
