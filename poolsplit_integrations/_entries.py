@@ -55,12 +55,16 @@ from poolsplit_core._plain import ENTRY_KEYS
 from poolsplit_core.poolsplit import Decision
 
 __all__ = [
-    "ENTRY_KEYS", "RESULT_KEYS", "item_entry_id", "item_to_entry", "rank_similarities",
-    "result_metadata", "to_entry",
+    "BOOKKEEPING_KEYS", "ENTRY_KEYS", "RESULT_KEYS", "item_entry_id", "item_to_entry",
+    "rank_similarities", "readable_text", "result_metadata", "to_entry",
 ]
 
 #: Metadata keys poolsplit adds to the documents it returns.
 RESULT_KEYS = ("poolsplit_pool", "poolsplit_score", "poolsplit_always", "poolsplit_similarity")
+#: The metadata keys the core scores and keeps books with (:data:`ENTRY_KEYS` without
+#: ``id`` and ``content``, which are not metadata), then :data:`RESULT_KEYS`: what a
+#: returned node hides from the prompt and the embedding, keeping it in its metadata.
+BOOKKEEPING_KEYS = tuple(key for key in ENTRY_KEYS if key not in ("id", "content")) + RESULT_KEYS
 
 
 def to_entry(
@@ -144,7 +148,10 @@ def rank_similarities(scores: Sequence[float | None]) -> list[float | None]:
 #                      read: the tuple of the extra labels, then the key)
 # ``content``          ``value["content"]`` when a str; a mapping or list
 #                      there (langmem's ``kind`` shape) or no ``content`` at
-#                      all: the JSON text of it (of the whole value)
+#                      all: the readable text of it (of the whole value),
+#                      :func:`readable_text` -- what words are matched,
+#                      tokens counted and a returned Document's
+#                      ``page_content``: one rendering
 # ``type``             ``value["type"]``, else langmem's ``value["kind"]``
 # ``created``          ``value["created"]`` when present, else the item's
 #                      ``created_at`` -- which ``InMemoryStore`` and
@@ -168,7 +175,7 @@ def item_to_entry(
     >>> item_to_entry(("memories", "ana"), "m1", {"content": "Use pg-2."})
     {'content': 'Use pg-2.', 'id': 'm1'}
     >>> item_to_entry(("memories", "ana"), "p", {"kind": "Profile", "content": {"name": "Ana"}})
-    {'kind': 'Profile', 'content': '{"name": "Ana"}', 'id': 'p', 'type': 'Profile'}
+    {'kind': 'Profile', 'content': 'name: Ana', 'id': 'p', 'type': 'Profile'}
 
     ``read_from`` is the namespace (prefix) the item was read under; an item
     in a deeper namespace gets the id ``(*extra_labels, key)``, so two equal
@@ -183,9 +190,9 @@ def item_to_entry(
     entry = dict(value)
     content = entry.get("content")
     if "content" not in entry:
-        entry["content"] = json.dumps(dict(value), ensure_ascii=False, default=str)
+        entry["content"] = readable_text(value)
     elif not isinstance(content, str):
-        entry["content"] = json.dumps(content, ensure_ascii=False, default=str)
+        entry["content"] = readable_text(content)
     entry["id"] = item_entry_id(namespace, key, read_from)
     kind = entry.get("kind")
     if entry.get("type") is None and isinstance(kind, str) and kind:
@@ -195,6 +202,59 @@ def item_to_entry(
     if score is not None:
         entry["similarity"] = score
     return entry
+
+
+def readable_text(value: Any) -> str:
+    """A store value as text a person (and an LLM) reads: ``key: value`` lines.
+
+    >>> print(readable_text({"timezone": "CET", "name": "Ana"}))
+    name: Ana
+    timezone: CET
+    >>> print(readable_text({"name": "Ana", "langs": ["pt", "en"], "home": {"city": "Porto"}}))
+    home:
+      city: Porto
+    langs:
+      - pt
+      - en
+    name: Ana
+
+    Keys are sorted (as text), so the rendering is the same whichever order
+    a store gives them back in (PostgreSQL's ``jsonb`` keeps none); a nested
+    mapping or list is indented under its key, a list item is ``- item``. A
+    str is itself; ``None``, booleans and an empty mapping or list are their
+    JSON (``null``, ``true``, ``{}``); anything else is ``str()`` of it.
+    """
+    return "\n".join(_readable_lines(value, ""))
+
+
+def _readable_lines(value: Any, indent: str) -> list[str]:
+    """The lines of :func:`readable_text`, each prefixed by ``indent``."""
+    if isinstance(value, Mapping) and value:
+        lines = []
+        for key in sorted(value, key=str):
+            lines.extend(_readable_item(f"{indent}{key}:", value[key], indent))
+        return lines
+    if isinstance(value, (list, tuple)) and value:
+        lines = []
+        for item in value:
+            lines.extend(_readable_item(f"{indent}-", item, indent))
+        return lines
+    return [indent + _scalar_text(value)]
+
+
+def _readable_item(label: str, value: Any, indent: str) -> list[str]:
+    """``label value`` on one line, or ``label`` above the nested lines of a container."""
+    if isinstance(value, (Mapping, list, tuple)) and value:
+        return [label, *_readable_lines(value, indent + "  ")]
+    return [f"{label} {_scalar_text(value)}"]
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, Mapping, list, tuple)):
+        return json.dumps(value if not isinstance(value, tuple) else list(value))
+    return str(value)
 
 
 def item_entry_id(

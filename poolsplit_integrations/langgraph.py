@@ -131,7 +131,7 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation"]
+__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit"]
 
 logger = logging.getLogger("poolsplit")
 
@@ -511,7 +511,8 @@ class PoolSplitStore(BaseStore):
         ``pip install 'poolsplit[postgres]'``.
         """
         check_strict(strict)  # before a connection is opened
-        postgres = require("langgraph.store.postgres", "postgres")
+        postgres = require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool",
+                           what="PoolSplitStore.from_conn_string")
         with ExitStack() as stack:
             try:
                 inner = stack.enter_context(postgres.PostgresStore.from_conn_string(conn_string))
@@ -1101,6 +1102,41 @@ class PoolSplitStore(BaseStore):
                         view.remove(item_entry_id(ns, key, prefix))
 
 
+def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
+    """The store a graph node was given, typed as the :class:`PoolSplitStore` it is.
+
+    LangGraph injects the compiled graph's store into a node as a plain
+    ``BaseStore``, so ``store.retrieve_pools(...)`` fails type-checking there;
+    ``as_poolsplit(store)`` checks at run time that it is a PoolSplitStore and
+    narrows the type for the checker::
+
+        def node(state: State, *, store: BaseStore) -> dict[str, Any]:
+            memories = as_poolsplit(store).retrieve_pools(ns, pools, context)
+
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> wrapped = PoolSplitStore(InMemoryStore())
+    >>> as_poolsplit(wrapped) is wrapped
+    True
+    >>> as_poolsplit(InMemoryStore())
+    Traceback (most recent call last):
+    ...
+    TypeError: as_poolsplit needs a PoolSplitStore, got InMemoryStore; wrap the InMemoryStore the graph is compiled with: builder.compile(store=PoolSplitStore(store))
+
+    Raises:
+        TypeError: ``store`` is not a PoolSplitStore (None when the graph was
+            compiled without a store), naming the type received.
+    """  # noqa: E501
+    if isinstance(store, PoolSplitStore):
+        return store
+    if store is None:
+        raise TypeError("as_poolsplit needs a PoolSplitStore, got None: the graph was compiled"
+                        " without a store; compile it with"
+                        " builder.compile(store=PoolSplitStore(InMemoryStore()))")
+    name = type(store).__name__
+    raise TypeError(f"as_poolsplit needs a PoolSplitStore, got {name}; wrap the {name} the"
+                    " graph is compiled with: builder.compile(store=PoolSplitStore(store))")
+
+
 def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:
     return [(tuple(op.namespace), str(op.key)) for op in ops if isinstance(op, PutOp)]
 
@@ -1220,7 +1256,9 @@ class PoolSplitStoreRetriever(BaseRetriever):
 
     Results: corrections first -- every active one, those no pool takes under
     the pool ``"always"`` -- then each pool's picks; ``page_content`` is the
-    entry's content, ``metadata`` the item's value (without ``content``) plus
+    entry's content (a structured ``content``, langmem's ``{"kind": "Profile",
+    "content": {...}}``, as readable ``key: value`` lines -- the text the core
+    scored), ``metadata`` the item's value (without ``content``) plus
     ``namespace``, ``key``, ``poolsplit_pool``, ``poolsplit_score`` and
     ``poolsplit_always``. Items the store skips for a problem never appear.
 

@@ -31,20 +31,36 @@ def test_langmem_plain_shape_keeps_its_text_and_takes_the_key_as_id():
     assert value == {"content": "Ana prefers short answers.", "type": "preference"}  # untouched
 
 
-def test_langmem_kind_shape_gives_json_text_and_kind_as_the_default_type():
+def test_langmem_kind_shape_gives_readable_text_and_kind_as_the_default_type():
     value = {"kind": "Profile", "content": {"name": "Ana", "tz": "Europe/Lisbon"}}
     entry = item_to_entry(("memories", "ana"), "profile", value)
     assert entry["type"] == "Profile"
-    assert entry["content"] == '{"name": "Ana", "tz": "Europe/Lisbon"}'
+    assert entry["content"] == "name: Ana\ntz: Europe/Lisbon"
     assert value["content"] == {"name": "Ana", "tz": "Europe/Lisbon"}  # the caller's dict stays
     typed = item_to_entry(("m",), "p", {"kind": "Profile", "type": "fact", "content": {}})
     assert typed["type"] == "fact"  # an explicit type wins over kind
 
 
-def test_a_value_without_content_is_read_as_its_json_text():
+def test_a_value_without_content_is_read_as_its_readable_text():
     entry = item_to_entry(("m",), "k", {"memory": "Will likes AI", "scope": "always"})
-    assert entry["content"] == '{"memory": "Will likes AI", "scope": "always"}'
+    assert entry["content"] == "memory: Will likes AI\nscope: always"
     assert entry["scope"] == "always"
+
+
+def test_structured_content_reads_the_same_whatever_order_the_store_keeps_its_keys_in():
+    profile = {"timezone": "CET", "name": "Ana", "langs": ["pt", "en"], "away": None,
+               "home": {"city": "Porto", "floor": 3}, "vip": True, "pets": [], "jobs": [
+                   {"role": "dev", "team": "core"}, "writer"]}
+    shuffled = dict(reversed(list(profile.items())))  # as PostgreSQL's jsonb may give it back
+    text = item_to_entry(("m",), "p", {"kind": "Profile", "content": profile})["content"]
+    assert text == item_to_entry(("m",), "p", {"kind": "Profile", "content": shuffled})["content"]
+    assert text == "\n".join([
+        "away: null", "home:", "  city: Porto", "  floor: 3", "jobs:", "  -", "    role: dev",
+        "    team: core", "  - writer", "langs:", "  - pt", "  - en", "name: Ana", "pets: []",
+        "timezone: CET", "vip: true"])
+    assert "{" not in text and '"' not in text  # no JSON punctuation for the LLM to read
+    assert item_to_entry(("m",), "p", {"content": ["a", "b"]})["content"] == "- a\n- b"
+    assert item_to_entry(("m",), "p", {"content": {}})["content"] == "{}"
 
 
 def test_created_comes_from_the_value_before_the_item_timestamp():

@@ -47,6 +47,23 @@ def test_the_namespace_is_filled_from_the_config_and_tenants_never_mix(bare_stor
     assert "content" not in docs[1].metadata and docs[1].metadata["type"] == "task"
 
 
+def test_a_langmem_profile_reads_as_text_and_is_scored_on_that_same_text():
+    store = PoolSplitStore(InMemoryStore())
+    ns = ("memories", "ana")
+    store.put(ns, "profile", {"kind": "Profile", "content": {"timezone": "CET", "name": "Ana"}})
+    store.put(ns, "n1", {"content": "Ana likes tea", "type": "note"})
+    pools = [Pool("profile", 100, 1, ("Profile",)), Pool("notes", 100, 1)]
+    docs = PoolSplitStoreRetriever(store=store, namespace=("memories", "{user_id}"),
+                                   pools=pools, now=NOW).invoke(
+        "which timezone?", {"configurable": {"user_id": "ana"}})
+    profile = next(d for d in docs if d.metadata["key"] == "profile")
+    assert profile.page_content == "name: Ana\ntimezone: CET"
+    assert profile.metadata["kind"] == "Profile" and "content" not in profile.metadata
+    # one rendering: the entry the core scored (words matched, tokens counted) is that text
+    assert [e["content"] for e in store.entries(ns) if e["id"] == "profile"] == [
+        profile.page_content]
+
+
 def test_a_missing_template_variable_fails_closed_before_any_read():
     store = filled()
     r = retriever(store)

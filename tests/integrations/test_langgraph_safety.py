@@ -20,8 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
+import textwrap
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
@@ -340,6 +344,56 @@ def test_from_conn_string_takes_strict(postgres_ready):
         assert store.strict is True
         with pytest.raises(ValueError, match="scope"):
             store.put(("strict-test",), "scope", BAD["scope"][0])
+
+
+INSTALL_POSTGRES = "install them with: pip install 'poolsplit[postgres]'"
+
+
+@pytest.mark.parametrize(("hidden", "named"), [
+    (("langgraph.store.postgres", "psycopg_pool"), "langgraph-checkpoint-postgres, psycopg-pool"),
+    (("psycopg",), "psycopg"),
+])
+def test_from_conn_string_without_the_postgres_extra_names_what_is_missing(monkeypatch,
+                                                                         hidden, named):
+    # None in sys.modules makes an import fail, as an uninstalled package does.
+    for module in hidden:
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError) as info:
+        with PoolSplitStore.from_conn_string("postgresql://nobody@localhost/none"):
+            pass  # pragma: no cover
+    message = str(info.value)
+    assert message.startswith(f"PoolSplitStore.from_conn_string needs {named}, which")
+    assert message.endswith("with: pip install 'poolsplit[postgres]'")
+    assert "'langgraph'" not in message  # installed: not what is missing
+
+
+def test_from_conn_string_in_an_install_with_langgraph_but_not_postgres(tmp_path):
+    # A fresh interpreter in which the [postgres] extra's distributions are not installed.
+    code = textwrap.dedent("""
+        import importlib.metadata, os, sys
+        from tests.readme_runner import Hidden
+        files = set()
+        for name in ("langgraph-checkpoint-postgres", "psycopg", "psycopg-binary",
+                     "psycopg-pool"):
+            try:
+                dist = importlib.metadata.distribution(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            files |= {os.path.realpath(dist.locate_file(f)) for f in dist.files or ()}
+        sys.meta_path.insert(0, Hidden(files))
+        from poolsplit_integrations.langgraph import PoolSplitStore
+        try:
+            with PoolSplitStore.from_conn_string("postgresql://nobody@localhost/none"):
+                pass
+        except ImportError as exc:
+            print(exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "PoolSplitStore.from_conn_string needs langgraph-checkpoint-postgres, psycopg,"
+        f" psycopg-pool, which are not installed; {INSTALL_POSTGRES}\n")
 
 
 # --------------------------------------------------------------------------
