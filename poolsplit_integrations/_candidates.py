@@ -19,8 +19,10 @@ run the call over the store plus them.
 Memory that lives in a vector store is read by a :class:`VectorSource`, whose
 plan is the same in both adapters: the tenant's filter checked (a str or a
 number each), the always tier read by metadata filter, then one filtered
-search per pool of :meth:`VectorSource.top_k` hits. Each adapter's subclass
-supplies only its framework's calls.
+search per pool of :meth:`VectorSource.top_k` hits. A document without a
+``type`` is a ``"note"`` to the core, so a pool whose types include
+``"note"`` reads those too (:func:`takes_untyped`, :func:`best_first`). Each
+adapter's subclass supplies only its framework's calls.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from poolsplit_integrations._entries import rank_similarities
 from poolsplit_integrations._live import LiveStore
 from poolsplit_integrations._select import Selector
 
-__all__ = ["FILTERABLE", "Reading", "VectorSource", "check_search_size", "explain", "merge",
-           "select"]
+__all__ = ["DEFAULT_TYPE", "FILTERABLE", "Reading", "VectorSource", "best_first",
+           "check_search_size", "explain", "merge", "select", "takes_untyped"]
 
 C = TypeVar("C")
 
@@ -110,6 +112,34 @@ def explain(selector: Selector, query: str, candidates: Sequence[C], reading: Re
 FILTERABLE = (str, int, float)
 
 
+#: The type the core gives an entry that has none (``entry.get("type", "note")``).
+DEFAULT_TYPE = "note"
+
+
+def takes_untyped(pool: Pool) -> bool:
+    """Whether documents without a ``type`` are ``pool``'s candidates: its types name ``"note"``.
+
+    >>> takes_untyped(Pool("notes", 100, 2, ("note",))), takes_untyped(Pool("all", 100, 2))
+    (True, False)
+
+    A pool of every type (``types=None``) searches without a type filter, so
+    it needs no second search.
+    """
+    return pool.types is not None and DEFAULT_TYPE in pool.types
+
+
+def best_first(typed: Sequence[C], untyped: Sequence[C], k: int,
+               score: Callable[[C], float | None]) -> list[C]:
+    """A pool's two searches as one of ``k`` hits, best score first (an unscored one last).
+
+    >>> best_first([("t1", 0.9), ("t2", 0.4)], [("u1", 0.7)], 2, lambda hit: hit[1])
+    [('t1', 0.9), ('u1', 0.7)]
+    """
+    merged = [*typed, *untyped]
+    merged.sort(key=lambda hit: (score(hit) is None, -(score(hit) or 0.0)))
+    return merged[:k]
+
+
 def check_search_size(name: str, value: Any) -> int | None:
     """A per-pool search size: None (the default rule), or an int >= 1."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -127,8 +157,11 @@ class VectorSource(ABC, Generic[C]):
     "always"`` and the tenant: every correction, whatever a search finds),
     then each pool runs one filtered search (its types and the tenant) of
     :meth:`top_k` hits, so a crowded type cannot push a quiet one out of the
-    candidates before pool-split runs. Subclasses supply the framework's
-    calls: :meth:`_prepare`, :meth:`_always` and :meth:`_search`.
+    candidates before pool-split runs. A pool whose types name ``"note"``
+    also searches the documents without a ``type`` (the core reads them as
+    notes) and keeps the best :meth:`top_k` of both (:func:`best_first`).
+    Subclasses supply the framework's calls: :meth:`_prepare`, :meth:`_always`
+    and :meth:`_search`.
     """
 
     #: The store searched; its class name names it in messages.
@@ -178,4 +211,4 @@ class VectorSource(ABC, Generic[C]):
 
     @abstractmethod
     def _search(self, ready: Any, pool: Pool) -> list[C]:
-        """One pool's filtered search: its types and the tenant, :meth:`top_k` hits."""
+        """One pool's filtered search: its types (untyped too for notes), the tenant; top_k hits."""

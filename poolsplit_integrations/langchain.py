@@ -79,11 +79,14 @@ from typing_extensions import Self
 
 from poolsplit_core.poolsplit import Decision, Explanation, Pool
 from poolsplit_integrations._candidates import (
+    DEFAULT_TYPE,
     Reading,
     VectorSource,
+    best_first,
     check_search_size,
     explain,
     select,
+    takes_untyped,
 )
 from poolsplit_integrations._entries import result_metadata, to_entry
 from poolsplit_integrations._live import LiveStore
@@ -356,8 +359,12 @@ class VectorStoreSource(VectorSource[Document]):
     Filters are a callable for ``InMemoryVectorStore`` and the common dict
     form (``{"type": {"$in": [...]}, "user_id": "ana"}``, as ``PGVector``,
     Chroma and others read it) for every other store; a store whose search
-    takes no filter is refused by name. Documents need a ``type`` in
-    metadata to be found by a typed pool's search. The plan is the one both
+    takes no filter is refused by name. A document without a ``type`` is a
+    ``"note"``, as for the core: a pool whose types name ``"note"`` also
+    searches for those (``{"type": {"$exists": False}, **tenant}``; a store
+    whose filter cannot say so is searched without the type filter, the same
+    ``search_k``, and its untyped hits kept) and keeps the best ``search_k``
+    of both searches. The plan is the one both
     adapters share (:class:`~poolsplit_integrations._candidates.VectorSource`);
     this class holds LangChain's calls.
     """
@@ -438,17 +445,35 @@ class VectorStoreSource(VectorSource[Document]):
         types = pool.types
         store = self.vector_store
         if isinstance(store, InMemoryVectorStore):
-            def keep(doc: Document) -> bool:
-                return ((types is None or doc.metadata.get("type") in types)
+            def keep(doc: Document) -> bool:  # no type: a note, as the core reads it
+                return ((types is None or doc.metadata.get("type", DEFAULT_TYPE) in types)
                         and all(doc.metadata.get(k) == v for k, v in tenant.items()))
             # its score is the cosine similarity already (it has no relevance function)
             return list(store.similarity_search_with_score(query, k=self.top_k(pool),
                                                            filter=keep))
         where = {**({"type": {"$in": list(types)}} if types is not None else {}), **tenant}
+        hits: list[tuple[Document, float]] = self._run(
+            lambda: self._relevance(query, where, self.top_k(pool)))
+        if takes_untyped(pool):
+            hits = best_first(hits, self._untyped(query, tenant, self.top_k(pool)),
+                              self.top_k(pool), score=lambda hit: hit[1])
+        return hits
+
+    def _relevance(self, query: str, where: Mapping[str, Any],
+                   k: int) -> list[tuple[Document, float]]:
         with warnings.catch_warnings():  # a score outside [0, 1]: the scorer clamps it
             warnings.filterwarnings("ignore", "Relevance scores must be between 0 and 1")
-            return list(self._run(lambda: store.similarity_search_with_relevance_scores(
-                query, k=self.top_k(pool), filter=where or None)))
+            return list(self.vector_store.similarity_search_with_relevance_scores(
+                query, k=k, filter=dict(where) or None))
+
+    def _untyped(self, query: str, tenant: Mapping[str, Any],
+                 k: int) -> list[tuple[Document, float]]:
+        """The ``k`` best documents without a ``type``: by ``$exists``, else found type-free."""
+        try:
+            hits = self._relevance(query, {"type": {"$exists": False}, **tenant}, k)
+        except (TypeError, NotImplementedError, ValueError):  # no "$exists" in its filters
+            hits = self._run(lambda: self._relevance(query, tenant, k))
+        return [(doc, score) for doc, score in hits if "type" not in doc.metadata]
 
     def _run(self, call: Callable[[], Any]) -> Any:
         try:

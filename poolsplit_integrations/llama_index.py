@@ -24,9 +24,12 @@ Every returned node is a copy whose metadata gains ``poolsplit_pool``,
 ``poolsplit_always``, ``poolsplit_score`` (the core's score; ``None`` for
 always-scope) and ``poolsplit_similarity`` (the candidate's own retriever
 score, kept: ``NodeWithScore.score`` holds the poolsplit score, the order of
-the result). These keys are added to the copy's
-``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so they
-never reach a prompt or an embedding.
+the result). These keys and the ones the core scores with (``type``,
+``scope``, ``base_priority``, ``created``, ``tags``, ``project``, ``status``,
+``superseded_by``, ``token_count``) are added to the copy's
+``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys`` (after the
+node's own), so they stay in ``metadata`` but never reach a prompt or an
+embedding; every other metadata key shows as LlamaIndex shows it.
 
 **The score of an always-scope node.** ``NodeWithScore.score`` is the poolsplit
 score for contextual nodes. An always-scope node has no score of its own (it
@@ -135,13 +138,15 @@ from poolsplit_core.prepared import PreparedStore  # noqa: E402
 from poolsplit_integrations._candidates import (  # noqa: E402
     Reading,
     VectorSource,
+    best_first,
     check_search_size,
     explain,
     merge,
     select,
+    takes_untyped,
 )
 from poolsplit_integrations._entries import (  # noqa: E402
-    RESULT_KEYS,
+    BOOKKEEPING_KEYS,
     result_metadata,
     to_entry,
 )
@@ -219,14 +224,20 @@ def _result_node(node: BaseNode, loaded: Decision) -> BaseNode:
 
 
 def _hiding_results(excluded: Sequence[str]) -> list[str]:
-    """``excluded`` without the ``poolsplit_*`` keys, then all of them: the LLM sees none.
+    """``excluded``, then each bookkeeping key it lacks: the LLM and the embedding see none.
 
-    >>> _hiding_results(["file_name", "poolsplit_pool"])[:2]
-    ['file_name', 'poolsplit_pool']
+    >>> _hiding_results(["file_name", "poolsplit_pool"])[:3]
+    ['file_name', 'poolsplit_pool', 'type']
+
+    The keys are :data:`~poolsplit_integrations._entries.BOOKKEEPING_KEYS`:
+    the ones the core scores with (``type``, ``scope``, ``base_priority``,
+    ``created``, ``tags``, ``project``, ``status``, ``superseded_by``,
+    ``token_count``) and the four ``poolsplit_*`` result keys. The node's own
+    exclusions come first, kept; its other metadata keys still show.
     """
     if not excluded:  # most nodes: one new list per result, nothing to filter
-        return list(RESULT_KEYS)
-    return [key for key in excluded if key not in RESULT_KEYS] + list(RESULT_KEYS)
+        return list(BOOKKEEPING_KEYS)
+    return [*excluded, *(key for key in BOOKKEEPING_KEYS if key not in excluded)]
 
 
 def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str,
@@ -848,8 +859,12 @@ class VectorStoreSource(VectorSource[NodeWithScore]):
     works (its ``SimpleVectorStore`` keeps no text: the index's docstore
     supplies the nodes, and its metadata is filtered with LlamaIndex's own
     filter function), as does any vector store that keeps text and
-    implements ``get_nodes(filters=...)`` (``PGVectorStore``). Nodes need a
-    ``type`` in metadata to be found by a typed pool's search.
+    implements ``get_nodes(filters=...)`` (``PGVectorStore``). A node without
+    a ``type`` is a ``"note"``, as for the core: a pool whose types name
+    ``"note"`` also searches for those (``type`` ``IS_EMPTY``; a store that
+    cannot express it is searched without the type filter, the same
+    ``similarity_top_k``, and its untyped hits kept) and keeps the best
+    ``similarity_top_k`` of both searches.
     """
 
     def __init__(self, vector_store: Any, *, embed_model: BaseEmbedding | None = None,
@@ -904,7 +919,21 @@ class VectorStoreSource(VectorSource[NodeWithScore]):
         if pool.types is not None:
             filters.append(MetadataFilter(key="type", value=list(pool.types),
                                           operator=FilterOperator.IN))
-        return self._query(embedding, filters, self.top_k(pool))
+        hits = self._query(embedding, filters, self.top_k(pool))
+        if takes_untyped(pool):
+            hits = best_first(hits, self._untyped(embedding, scoped, self.top_k(pool)),
+                              self.top_k(pool), score=lambda hit: hit.score)
+        return hits
+
+    def _untyped(self, embedding: list[float], scoped: list[Any],
+                 top_k: int) -> list[NodeWithScore]:
+        """The ``top_k`` best nodes without a ``type``: by ``IS_EMPTY``, else found type-free."""
+        empty = MetadataFilter(key="type", value=None, operator=FilterOperator.IS_EMPTY)
+        try:
+            hits = self._query(embedding, [*scoped, empty], top_k)
+        except ValueError:  # _run's name for a filter the store cannot express
+            hits = self._query(embedding, scoped, top_k)
+        return [hit for hit in hits if "type" not in hit.node.metadata]
 
     def _filters(self, tenant: Mapping[str, Any]) -> list[Any]:
         """The tenant's equality filters (its values already checked), then ``filters`` (ANDed)."""

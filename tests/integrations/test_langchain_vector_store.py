@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from poolsplit_core.poolsplit import Pool, make_scorer, retrieve_pools
 from poolsplit_integrations.langchain import PoolSplitRetriever, VectorStoreSource
@@ -216,3 +216,122 @@ def test_async_invoke_and_explain_read_the_same_source() -> None:
     assert [d.id for d in asyncio.run(retriever.ainvoke(QUERY))] == want
     loaded = asyncio.run(retriever.aexplain(QUERY)).loaded()
     assert sorted(d.entry["id"] for picked in loaded.values() for d in picked) == sorted(want)
+
+
+# -- a document without ``type`` is a note, on every path ---------------------
+
+NOTE_POOLS = [*POOLS, Pool("notes", 200, 3, types=("note",))]
+
+
+def with_untyped_notes(tenants: tuple[str, ...] = ("ana",)) -> list[Document]:
+    """The memory plus notes with no ``type`` (the core reads them as "note") and a typed one."""
+    docs = memory(tenants)
+    for user in tenants:
+        docs += [Document(id=f"{user}-untyped-{i}", page_content=f"Release {i} api note",
+                          metadata={"user_id": user}) for i in range(2)]
+        docs.append(Document(id=f"{user}-typed-note", page_content="Release api note, typed",
+                             metadata={"type": "note", "user_id": user}))
+    return docs
+
+
+def loaded_ids(retriever: PoolSplitRetriever) -> list[str]:
+    return [d.id for d in retriever.invoke(QUERY) if d.id is not None]
+
+
+def test_a_document_without_type_loads_into_a_note_pool_on_both_paths() -> None:
+    docs = with_untyped_notes()
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "require_filter_keys": ()}
+    listed = loaded_ids(PoolSplitRetriever(documents=docs, **fields))
+    searched = loaded_ids(PoolSplitRetriever.from_vector_store(in_memory(docs), **fields))
+    assert {"ana-untyped-0", "ana-untyped-1", "ana-typed-note"} <= set(listed)
+    assert searched == listed
+
+
+class DictFilterStore(VectorStore):
+    """A store read through the common dict filter (``$in``, ``$exists``), as most others are."""
+
+    def __init__(self, docs: list[Document], *, refuse_exists: bool = False) -> None:
+        self.inner = in_memory(docs)
+        self.refuse_exists = refuse_exists
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.inner.embedding
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None,
+                   **kwargs: Any) -> DictFilterStore:
+        raise NotImplementedError
+
+    def similarity_search_with_relevance_scores(self, query: str, k: int = 4,
+                                                **kwargs: Any) -> list[tuple[Document, float]]:
+        where = kwargs.get("filter") or {}
+        if self.refuse_exists and any(isinstance(want, dict) and "$exists" in want
+                                      for want in where.values()):
+            raise NotImplementedError("$exists")
+
+        def keep(doc: Document) -> bool:
+            for key, want in where.items():
+                if isinstance(want, dict) and "$exists" in want:
+                    ok = (key in doc.metadata) == want["$exists"]
+                elif isinstance(want, dict):
+                    ok = key in doc.metadata and doc.metadata[key] in want["$in"]
+                else:
+                    ok = key in doc.metadata and doc.metadata[key] == want
+                if not ok:
+                    return False
+            return True
+
+        return self.inner.similarity_search_with_score(query or "memory", k=k, filter=keep)
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_relevance_scores(query, k, **kwargs)]
+
+
+def test_a_dict_filter_store_finds_documents_without_type_by_exists() -> None:
+    docs = with_untyped_notes(("ana", "ben"))
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "filter": {"user_id": "ana"},
+                              "require_filter_keys": ()}
+    listed = loaded_ids(PoolSplitRetriever(
+        documents=[d for d in docs if d.metadata["user_id"] == "ana"], **fields))
+    searched = loaded_ids(PoolSplitRetriever.from_vector_store(DictFilterStore(docs), **fields))
+    assert {"ana-untyped-0", "ana-untyped-1"} <= set(searched)
+    assert searched == listed
+
+
+def test_a_store_without_exists_is_searched_type_free_for_untyped_documents() -> None:
+    # The fallback sees the untyped documents among a type-free search's search_k best only:
+    # here the twenty tasks outrank them in the 10 hits of the default size, not in 30.
+    docs = with_untyped_notes(("ana", "ben"))
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "filter": {"user_id": "ana"},
+                              "require_filter_keys": ()}
+    listed = loaded_ids(PoolSplitRetriever(
+        documents=[d for d in docs if d.metadata["user_id"] == "ana"], **fields))
+    store = DictFilterStore(docs, refuse_exists=True)
+    crowded = loaded_ids(PoolSplitRetriever.from_vector_store(store, **fields))
+    assert not {"ana-untyped-0", "ana-untyped-1"} & set(crowded)
+    searched = loaded_ids(PoolSplitRetriever.from_vector_store(store, search_k=30, **fields))
+    assert {"ana-untyped-0", "ana-untyped-1"} <= set(searched)
+    assert searched == listed
+
+
+def test_pgvector_finds_documents_without_type_for_a_note_pool(postgres_uri: str) -> None:
+    from langchain_postgres import PGVector
+
+    url = postgres_uri.replace("postgresql://", "postgresql+psycopg://", 1)
+    store = PGVector(Hashed(64), connection=url, collection_name="poolsplit_untyped",
+                     pre_delete_collection=True, use_jsonb=True)
+    try:
+        docs = with_untyped_notes(("ana", "ben"))
+        store.add_documents(docs)
+        fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW,
+                                  "filter": {"user_id": "ana"}, "require_filter_keys": ()}
+        searched = loaded_ids(PoolSplitRetriever.from_vector_store(store, **fields))
+        listed = loaded_ids(PoolSplitRetriever(
+            documents=[d for d in docs if d.metadata["user_id"] == "ana"], **fields))
+        assert {"ana-untyped-0", "ana-untyped-1", "ana-typed-note"} <= set(searched)
+        # the store's relevance scores order the near-tied tasks its own way; the rest agree
+        assert [i for i in searched if "-task-" not in i] == [
+            i for i in listed if "-task-" not in i]
+    finally:
+        store.delete_collection()

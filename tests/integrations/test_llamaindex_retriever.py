@@ -13,7 +13,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from poolsplit_core.poolsplit import Pool, default_scorer, retrieve_pools
 from poolsplit_integrations.llama_index import PoolSplitRetriever
@@ -68,6 +68,29 @@ def test_poolsplit_keys_never_reach_the_prompt_text():
     for result in got:
         assert "poolsplit" not in result.node.get_content(metadata_mode="llm")
         assert "poolsplit" not in result.node.get_content(metadata_mode="embed")
+
+
+def test_scoring_keys_stay_in_metadata_but_never_reach_the_prompt_or_the_embedding():
+    bookkeeping = {"type": "task", "scope": "always", "base_priority": 8,
+                   "created": "2026-03-30", "token_count": 9, "tags": ["deploy"],
+                   "project": "atlas", "status": "active", "superseded_by": None}
+    nodes = [TextNode(id_="fix-1", text=CORRECTION,
+                      metadata={**bookkeeping, "file_name": "runbook.md", "author": "Ana"},
+                      excluded_llm_metadata_keys=["file_name"])]
+    before = snapshot(nodes)
+    got = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW,
+                             require_filter_keys=()).retrieve("deploy?")
+    node = got[0].node
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        shown = node.get_content(metadata_mode=mode)
+        for key in [*(f"{key}:" for key in bookkeeping), "poolsplit_"]:
+            assert key not in shown, (mode, key, shown)
+        assert "author: Ana" in shown  # the user's own keys still reach the model
+    assert "file_name" not in node.get_content(metadata_mode=MetadataMode.LLM)  # its own kept
+    assert "file_name: runbook.md" in node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert node.metadata.items() >= bookkeeping.items()  # every key stays in metadata
+    assert node.metadata["poolsplit_pool"] == "work"
+    assert snapshot(nodes) == before  # the input node is not mutated
 
 
 def test_contextual_score_is_the_core_score():

@@ -16,7 +16,7 @@ import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
-from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 
 from poolsplit_core.poolsplit import Pool, make_scorer, retrieve_pools
 from poolsplit_integrations.llama_index import (
@@ -272,3 +272,74 @@ def test_a_vector_store_retriever_is_not_serialised_as_if_it_had_none() -> None:
     with pytest.raises(NotSerializableError, match="vector_store"):
         retriever.to_dict()
     assert retriever.with_filter({"user_id": "ana"}).source is retriever.source
+
+
+# -- a node without ``type`` is a note, on every path ---------------------------
+
+NOTE_POOLS = [*POOLS, Pool("notes", 200, 3, types=("note",))]
+
+
+def with_untyped_notes(tenants: tuple[str, ...] = ("ana",)) -> list[TextNode]:
+    """The memory plus notes with no ``type`` (the core reads them as "note") and a typed one."""
+    nodes = memory(tenants)
+    for user in tenants:
+        nodes += [TextNode(id_=f"{user}-untyped-{i}", text=f"Release {i} api note",
+                           metadata={"user_id": user}) for i in range(2)]
+        nodes.append(TextNode(id_=f"{user}-typed-note", text="Release api note, typed",
+                              metadata={"type": "note", "user_id": user}))
+    return nodes
+
+
+def loaded_ids(retriever: PoolSplitRetriever) -> list[str]:
+    return [n.node.node_id for n in retriever.retrieve(QUERY)]
+
+
+def test_a_node_without_type_loads_into_a_note_pool_on_both_paths() -> None:
+    nodes = with_untyped_notes()
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "require_filter_keys": ()}
+    listed = loaded_ids(PoolSplitRetriever(nodes=nodes, **fields))
+    searched = loaded_ids(PoolSplitRetriever.from_vector_store(in_memory_index(nodes),
+                                                               **fields))
+    assert {"ana-untyped-0", "ana-untyped-1", "ana-typed-note"} <= set(listed)
+    # the search's similarities order the near-tied tasks; every other node agrees
+    assert [i for i in searched if "-task-" not in i] == [i for i in listed if "-task-" not in i]
+    assert len(searched) == len(listed)
+
+
+def test_a_store_without_is_empty_is_searched_type_free_for_untyped_nodes(
+        monkeypatch: Any) -> None:
+    nodes = with_untyped_notes()
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "require_filter_keys": ()}
+    listed = loaded_ids(PoolSplitRetriever(nodes=nodes, **fields))
+    index = in_memory_index(nodes)
+    query = type(index.vector_store).query
+
+    def no_is_empty(self: Any, q: Any, **kwargs: Any) -> Any:
+        if q.filters is not None and any(
+                getattr(f, "operator", None) == FilterOperator.IS_EMPTY for f in q.filters.filters):
+            raise NotImplementedError("is_empty")
+        return query(self, q, **kwargs)
+
+    monkeypatch.setattr(type(index.vector_store), "query", no_is_empty)
+    # the type-free search sees the untyped nodes among its similarity_top_k best only
+    assert not {"ana-untyped-0", "ana-untyped-1"} & set(loaded_ids(
+        PoolSplitRetriever.from_vector_store(index, **fields)))
+    searched = loaded_ids(PoolSplitRetriever.from_vector_store(index, similarity_top_k=30,
+                                                               **fields))
+    assert [i for i in searched if "-task-" not in i] == [i for i in listed if "-task-" not in i]
+
+
+def test_pgvector_finds_nodes_without_type_for_a_note_pool(pg_index: Any) -> None:
+    store, _ = pg_index
+    extra = [n for n in with_untyped_notes(("ana", "ben"))
+             if n.metadata.get("type", "note") == "note"]
+    VectorStoreIndex([n.model_copy() for n in extra],
+                     storage_context=StorageContext.from_defaults(vector_store=store),
+                     embed_model=EMBED)
+    fields: dict[str, Any] = {"pools": NOTE_POOLS, "now": NOW, "filter": {"user_id": "ana"},
+                              "require_filter_keys": ()}
+    got = loaded_ids(PoolSplitRetriever.from_vector_store(store, embed_model=EMBED, **fields))
+    listed = loaded_ids(PoolSplitRetriever(nodes=with_untyped_notes(("ana",)), **fields))
+    assert {"ana-untyped-0", "ana-untyped-1", "ana-typed-note"} <= set(got)
+    # float4 vectors round the near-tied tasks' similarities their own way; the rest agree
+    assert [i for i in got if "-task-" not in i] == [i for i in listed if "-task-" not in i]
