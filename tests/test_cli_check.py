@@ -124,7 +124,7 @@ STRICT_COMMANDS = {
     "explain": ["explain", "bad.jsonl", *POOLS, *CONTEXT],
     "retrieve --json": ["retrieve", "bad.jsonl", *POOLS, *CONTEXT, "--json"],
     "coverage": ["coverage", "bad.jsonl", *POOLS, "--now", "2026-11-01"],
-    "plan": ["plan", "bad.jsonl", "--tokens", "400", "--now", "2026-11-01"],
+    "plan": ["plan", "bad.jsonl", "--budget", "400", "--now", "2026-11-01"],
 }
 
 
@@ -171,7 +171,7 @@ def test_retrieve_prints_the_always_pool_after_the_others(capsys):
     status, out, err = run(capsys, "retrieve", write("s.jsonl", CLEAN), *POOLS, *CONTEXT)
     assert (status, err) == (0, "")
     assert out.index("pool 'work'") < out.index("pool 'skills'") < out.index("pool 'always'")
-    always = out[out.index("pool 'always'"):]
+    always = out[out.index("pool 'always'"):out.index("\nprompt: ")]
     assert always.splitlines()[0] == (
         "pool 'always' (always-scope entries of the types no pool takes, outside every"
         " budget): 1 loaded, 7 tokens")

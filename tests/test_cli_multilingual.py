@@ -170,3 +170,36 @@ def test_retrieve_with_unicode_words_and_cjk_tokens(tmp_path):
 def test_unknown_reader_names_are_refused():
     code, out, err = run("retrieve", "-", "--pool", "p:1:1", "--words", "klingon")
     assert code == 2 and out == "" and "--words" in err and "unicode" in err
+
+
+@pytest.fixture(scope="module")
+def zh_queries(tmp_path_factory):
+    path = tmp_path_factory.mktemp("zh") / "queries.jsonl"
+    path.write_text("".join(json.dumps(dict(q), ensure_ascii=False) + "\n"
+                            for q in DEMO_QUERIES_ZH), encoding="utf-8")
+    return str(path)
+
+
+def test_coverage_and_plan_take_the_unicode_reader_and_the_cjk_counter(zh_queries):
+    from poolsplit_core.plan import coverage, plan_pools, pools_to_json
+
+    store, chinese = load_sample_store_zh(), make_scorer(words=unicode_words)
+    common = [str(ZH_STORE), "--queries", zh_queries, "--now", "2026-11-01", "--json"]
+    code, out, err = run("plan", *common, "--budget", "1400", "--words", "unicode",
+                         "--tokens", "cjk")
+    assert code == 0, err
+    want = plan_pools(store, DEMO_QUERIES_ZH, 1400, now=NOW, scorer=chinese,
+                      token_counter=cjk_token_counter)
+    got = json.loads(out)
+    assert got["pools"] == want.to_dict()["pools"] and got["types"] == want.to_dict()["types"]
+    _, plain, _ = run("plan", *common, "--budget", "1400")
+    assert json.loads(plain)["pools"] != got["pools"]  # the reader and counter matter here
+
+    pools_file = Path(zh_queries).with_name("pools.json")
+    pools_file.write_text(pools_to_json(want.pools), encoding="utf-8")
+    code, out, err = run("coverage", *common, "--pools", str(pools_file), "--words", "unicode",
+                         "--tokens", "cjk")
+    assert code == 0, err
+    report = coverage(store, want.pools, DEMO_QUERIES_ZH, now=NOW, scorer=chinese,
+                      token_counter=cjk_token_counter)
+    assert json.loads(out)["types"] == json.loads(json.dumps(report.to_dict()["types"]))

@@ -7,6 +7,7 @@ from importlib import resources
 
 import pytest
 
+from poolsplit_core._text import plural
 from poolsplit_core.cli import DEFAULT_SAMPLE, main, read_pools_file
 from poolsplit_core.demo import DEMO_NOW, DEMO_QUERIES, SPLIT_POOLS, load_sample_store
 from poolsplit_core.plan import coverage, plan_pools, pools_to_json, sample_queries
@@ -59,7 +60,7 @@ def test_coverage_json_is_the_report_data(capsys, queries_file):
 
 def test_plan_writes_pools_that_retrieve_reads(capsys, tmp_path, queries_file):
     out_path = tmp_path / "pools.json"
-    status, out, err = run(capsys, "plan", STORE, "--queries", queries_file, "--tokens", "1400",
+    status, out, err = run(capsys, "plan", STORE, "--queries", queries_file, "--budget", "1400",
                            "--now", NOW, "--out", str(out_path))
     assert status == 0 and err == ""
     plan = plan_pools(load_sample_store(), DEMO_QUERIES, 1400, now=DEMO_NOW)
@@ -74,7 +75,7 @@ def test_plan_writes_pools_that_retrieve_reads(capsys, tmp_path, queries_file):
 
 
 def test_plan_without_queries_draws_the_documented_sample_from_the_store(capsys):
-    status, out, _ = run(capsys, "plan", STORE, "--tokens", "1400", "--now", NOW, "--json")
+    status, out, _ = run(capsys, "plan", STORE, "--budget", "1400", "--now", NOW, "--json")
     assert status == 0
     data = json.loads(out)
     assert data["queries_from"] == f"{DEFAULT_SAMPLE} queries drawn from the store"
@@ -85,7 +86,7 @@ def test_plan_without_queries_draws_the_documented_sample_from_the_store(capsys)
 
 
 def test_plan_says_when_the_target_is_out_of_reach(capsys, queries_file):
-    status, out, _ = run(capsys, "plan", STORE, "--queries", queries_file, "--tokens", "400",
+    status, out, _ = run(capsys, "plan", STORE, "--queries", queries_file, "--budget", "400",
                          "--target", "0.95", "--now", NOW)
     assert status == 0
     plan = plan_pools(load_sample_store(), DEMO_QUERIES, 400, target=0.95, now=DEMO_NOW)
@@ -96,17 +97,17 @@ def test_plan_says_when_the_target_is_out_of_reach(capsys, queries_file):
 
 
 BAD = {
-    "no tokens": (["plan", STORE], "the following arguments are required: --tokens"),
-    "zero tokens": (["plan", STORE, "--tokens", "0"], "--tokens must be a positive integer"),
-    "target above 1": (["plan", STORE, "--tokens", "900", "--target", "1.2"],
+    "no budget": (["plan", STORE], "the following arguments are required: --budget"),
+    "zero budget": (["plan", STORE, "--budget", "0"], "--budget must be a positive integer"),
+    "target above 1": (["plan", STORE, "--budget", "900", "--target", "1.2"],
                        "--target must be in (0, 1], got '1.2'"),
-    "holdout of 1": (["plan", STORE, "--tokens", "900", "--holdout", "1"],
+    "holdout of 1": (["plan", STORE, "--budget", "900", "--holdout", "1"],
                      "--holdout must be in [0, 1), got '1'"),
-    "always tier takes all": (["plan", STORE, "--tokens", "150"],
+    "always tier takes all": (["plan", STORE, "--budget", "150"],
                               "the always tier needs 185 tokens per query (p95)"),
-    "entry cap too small": (["plan", STORE, "--tokens", "900", "--entries", "3"],
+    "entry cap too small": (["plan", STORE, "--budget", "900", "--entries", "3"],
                             "total_entries=3 cannot give each of the 7 types"),
-    "missing queries file": (["plan", STORE, "--tokens", "900", "--queries", "nope.jsonl"],
+    "missing queries file": (["plan", STORE, "--budget", "900", "--queries", "nope.jsonl"],
                              "queries file not found: nope.jsonl"),
     "coverage without pools": (["coverage", STORE], "one of the arguments --pool --pools"),
 }
@@ -132,7 +133,7 @@ def test_bad_input_is_one_line_and_exit_2(case, capsys):
 def test_a_bad_queries_file_is_named_by_its_line(text, message, tmp_path, capsys):
     path = tmp_path / "q.jsonl"
     path.write_text(text)
-    status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--queries", str(path))
+    status, out, err = run(capsys, "plan", STORE, "--budget", "900", "--queries", str(path))
     assert status == 2 and out == "" and err.count("\n") == 1
     assert f"{path}" in err and message in err
 
@@ -142,7 +143,7 @@ def test_pools_and_queries_files_that_are_not_utf8_are_one_error_line_naming_the
     bad = tmp_path / "latin1.json"
     bad.write_bytes('[{"message": "caf\u00e9"}]'.encode("latin-1"))
     for argv in (["coverage", STORE, "--pools", str(bad)],
-                 ["plan", STORE, "--tokens", "900", "--queries", str(bad)]):
+                 ["plan", STORE, "--budget", "900", "--queries", str(bad)]):
         status, out, err = run(capsys, *argv)
         assert status == 2 and out == "" and err.count("\n") == 1
         assert f"{bad}: not UTF-8 text" in err
@@ -153,14 +154,14 @@ def test_plan_out_writes_a_type_with_a_lone_surrogate_as_a_file_that_reads_back(
     store = tmp_path / "store.json"
     store.write_text('[{"id": "a", "type": "note\\ud800", "content": "deploy the api"}]')
     out_path = tmp_path / "pools.json"
-    status, _, err = run(capsys, "plan", str(store), "--tokens", "100", "--now", NOW,
+    status, _, err = run(capsys, "plan", str(store), "--budget", "100", "--now", NOW,
                          "--out", str(out_path))
     assert status == 0, err
     assert [pool.types for pool in read_pools_file(str(out_path))] == [("note\ud800",)]
 
 
 def test_an_unwritable_out_path_is_a_clear_error(capsys, tmp_path):
-    status, out, err = run(capsys, "plan", STORE, "--tokens", "900", "--now", NOW,
+    status, out, err = run(capsys, "plan", STORE, "--budget", "900", "--now", NOW,
                            "--out", str(tmp_path / "no" / "such" / "dir.json"))
     assert status == 2 and out == "" and "cannot write" in err
 
@@ -181,3 +182,48 @@ def test_the_demo_compares_the_hand_made_split_with_the_planned_one(capsys):
     status, text, _ = run(capsys, "demo")
     pref = data["best_entry"]["preference"]
     assert f"preference {pref['hand']}→{pref['planned']}" in text
+
+
+def test_plan_takes_its_total_budget_as_budget_and_refuses_a_number_for_tokens(capsys,
+                                                                               queries_file):
+    status, out, err = run(capsys, "plan", STORE, "--queries", queries_file, "--budget",
+                           "1400", "--now", NOW, "--json")
+    assert status == 0, err
+    want = plan_pools(load_sample_store(), DEMO_QUERIES, 1400, now=DEMO_NOW)
+    assert json.loads(out)["pools"] == want.to_dict()["pools"]
+    status, out, err = run(capsys, "plan", STORE, "--tokens", "2000")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert ("--tokens names the token counter (default|cjk); the total budget is --budget N"
+            in err)
+
+
+def test_plan_prints_beside_each_pool_why_it_got_its_budget(capsys, queries_file):
+    status, out, _ = run(capsys, "plan", STORE, "--queries", queries_file, "--budget", "1400",
+                         "--now", NOW)
+    assert status == 0
+    plan = plan_pools(load_sample_store(), DEMO_QUERIES, 1400, now=DEMO_NOW)
+    header = next(line for line in out.splitlines() if line.split()[:2] == ["pool", "types"])
+    assert "why" in header
+    rows = {line.split()[0]: line for line in out.split("Coverage per type")[0].splitlines()
+            if line.startswith("  ") and line.split()[0] in plan.types}
+    for kind, t in plan.types.items():
+        n = plan.planning_queries
+        assert (f"{plural(t.entries, 'entry', 'entries')}, median pick {t.median_cost:g} tokens"
+                in rows[kind])
+        assert f"best entry fits on {t.predicted.hits}/{n}" in rows[kind]
+        assert f"the dearest needing {t.max_tokens - t.margin}" in rows[kind]
+        if t.next_step is not None:
+            assert f"+{t.next_step} tokens for 1 more query" in rows[kind]
+    skill = plan.types["skill"]
+    assert skill.entries > 1 and skill.next_step is not None
+
+
+def test_coverage_headings_say_in_plain_words_why_the_best_entry_missed(capsys, queries_file,
+                                                                        pools_file):
+    status, out, _ = run(capsys, "coverage", STORE, "--pools", pools_file,
+                         "--queries", queries_file, "--now", NOW)
+    assert status == 0
+    header = next(line for line in out.splitlines() if line.split()[:2] == ["type", "entries"])
+    assert "best entry missed: no tokens left" in header and "pool full" in header
+    assert "entries left out: no tokens left" in header
+    assert "crowded" not in out and "best missed" not in out

@@ -160,6 +160,33 @@ def test_seeded_plans_predict_exactly_and_stay_within_budget(seed):
     assert plan.always_tokens + sum(p.max_tokens for p in plan.pools) <= tokens
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_each_pools_reason_is_what_the_engine_does_with_one_step_more_or_less(seed):
+    store, queries = seeded_store(seed), seeded_queries(seed + 200, 16)
+    rng = random.Random(seed)
+    tokens, depth = rng.randrange(120, 900), rng.randrange(1, 3)
+    plan = plan_pools(store, queries, tokens, now=NOW, depth=depth, holdout=0)
+
+    def hits_with(kind, max_tokens):
+        pools = [Pool(p.name, max_tokens, p.max_entries, p.types) if p.name == kind else p
+                 for p in plan.pools]
+        return loaded_hits(store, pools, queries, kind, depth, NOW)
+
+    for kind, t in plan.types.items():
+        assert t.entries == sum(1 for e in store if default_is_active(e)
+                                and e.get("type", "note") == kind
+                                and e.get("scope") != "always")
+        dearest = t.max_tokens - t.margin  # the dearest covered query needs exactly this
+        assert hits_with(kind, dearest) == t.predicted.hits
+        if t.predicted.hits:
+            assert hits_with(kind, dearest - 1) < t.predicted.hits
+        if t.next_step is None:
+            assert t.predicted.hits == len(queries)
+        else:
+            assert hits_with(kind, t.max_tokens + t.next_step - 1) == t.predicted.hits
+            assert hits_with(kind, t.max_tokens + t.next_step) > t.predicted.hits
+
+
 # --------------------------------------------------------------------------
 # Budgets: never exceeded, the target's smallest budget is the smallest
 # --------------------------------------------------------------------------
