@@ -3,23 +3,38 @@
 ``poolsplit demo`` and ``notebooks/01_starvation.ipynb`` both run what is
 defined here, so the command line and the notebook can never disagree.
 
-Two ways to assemble context for each of :data:`DEMO_QUERIES`, with the same
-total budget (:data:`TOTAL_TOKENS` tokens, :data:`TOTAL_ENTRIES` entries):
+Three ways to assemble context for each of :data:`DEMO_QUERIES`, with the
+same total budget (:data:`TOTAL_TOKENS` tokens, :data:`TOTAL_ENTRIES` entries),
+named in :data:`METHODS`:
 
-- **single budget**: one scorer, one budget, no always tier -- the naive
-  approach poolsplit replaces. One pool takes every type, and every entry is
-  contextual: the store is read through :func:`scope_blind`, which drops the
-  ``scope`` key, because the core would otherwise load ``scope="always"``
-  entries outside the budget here too;
-- **pool-split**: :data:`SPLIT_POOLS`, one pool per type whose budgets add up
-  to the same totals, with corrections loaded first through their
-  ``scope="always"``.
+- ``"single"`` (**single budget**, scope ignored): one scorer, one budget, no
+  always tier -- the naive approach. One pool takes every type, and every
+  entry is contextual: the store is read through :func:`scope_blind`, which
+  drops the ``scope`` key, because the core would otherwise load
+  ``scope="always"`` entries outside the budget here too. Its correction
+  numbers are low by construction;
+- ``"one_pool"`` (**one pool**, always tier kept): the fair baseline, the
+  core's own :meth:`~poolsplit_core.prepared.PreparedStore.retrieve_pools`
+  with the same one pool (:data:`SINGLE_POOL`) on the store as it is, so
+  corrections load first, outside the budget, exactly as under pool-split.
+  Corrections load on every query by construction; what it shows is that
+  the rest of the budget still starves skill and growth;
+- ``"split"`` (**pool-split**): :data:`SPLIT_POOLS`, one pool per type whose
+  budgets add up to the same totals, with corrections loaded first through
+  their ``scope="always"``.
 
 >>> store = load_sample_store()
 >>> single = type_load_counts(store, "single")
+>>> fair = type_load_counts(store, "one_pool")
 >>> split = type_load_counts(store, "split")
->>> split["growth"] == len(DEMO_QUERIES) > single["growth"]
+>>> split["growth"] == len(DEMO_QUERIES) > fair["growth"] == single["growth"]
 True
+>>> fair["correction"] == len(DEMO_QUERIES) > single["correction"]
+True
+
+"Loaded at all" is not relevance: :func:`best_entry_counts` also counts, per
+type, the queries on which the type's best entry for the query loaded (its
+highest-scored active entry, see :func:`best_entries`).
 
 The burst test adds :func:`fresh_entries` -- new, high-priority entries that
 match the queries -- and checks each correction on the query it exists for
@@ -38,9 +53,11 @@ from poolsplit_core._plain import pool_to_data
 from poolsplit_core._text import plural, shorten, table
 from poolsplit_core.plan import best_entry_coverage, plan_pools
 from poolsplit_core.poolsplit import (
+    ActivityTest,
     Pool,
     Scorer,
     TokenCounter,
+    default_is_active,
     default_scorer,
     default_token_counter,
 )
@@ -57,6 +74,8 @@ __all__ = [
     "TOTAL_ENTRIES",
     "TOTAL_TOKENS",
     "TYPES",
+    "best_entries",
+    "best_entry_counts",
     "correction_loads",
     "format_report",
     "fresh_entries",
@@ -77,8 +96,10 @@ TYPES = ("correction", "task", "fact", "preference", "procedure", "note", "skill
 #: How many fresh entries the demo's burst test adds.
 BURST_SIZE = 200
 
-#: The two methods compared, as named in reports.
-METHODS = ("single", "split")
+#: The three methods compared, as named in reports (and keys of its JSON):
+#: the naive single budget (scope ignored), the fair one pool (always tier
+#: kept), pool-split.
+METHODS = ("single", "one_pool", "split")
 
 
 def _q(message: str, project: Any, *tags: str) -> dict[str, Any]:
@@ -153,7 +174,8 @@ SPLIT_POOLS: Sequence[Pool] = (
 TOTAL_TOKENS = sum(pool.max_tokens for pool in SPLIT_POOLS)
 TOTAL_ENTRIES = sum(pool.max_entries for pool in SPLIT_POOLS)
 
-#: The single budget: one pool, every type, the same totals.
+#: The single budget: one pool, every type, the same totals. The naive
+#: ``"single"`` method and the fair ``"one_pool"`` method both use it.
 SINGLE_POOL = Pool("all", max_tokens=TOTAL_TOKENS, max_entries=TOTAL_ENTRIES)
 
 
@@ -224,10 +246,20 @@ def loaded(
 ) -> list[Mapping[str, Any]]:
     """Return the entries one method loads for one query, in load order.
 
-    ``method`` is ``"single"`` (one scorer, one budget, no always tier) or
+    ``method`` is ``"single"`` (one scorer, one budget, no always tier),
+    ``"one_pool"`` (the same one pool, corrections always first) or
     ``"split"`` (:data:`SPLIT_POOLS`, corrections always first).
     """
     return _loaded_from(prepare(entries, method), query, method, now)
+
+
+def as_seen(entries: Sequence[Mapping[str, Any]], method: str) -> Sequence[Mapping[str, Any]]:
+    """The entries as one method sees them: :func:`scope_blind` copies for ``"single"``."""
+    if method == "single":
+        return scope_blind(entries)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return list(entries)
 
 
 def prepare(
@@ -238,17 +270,13 @@ def prepare(
     token_counter: TokenCounter = default_token_counter,
 ) -> PreparedStore:
     """The store one method queries, prepared once for all the demo's queries."""
-    if method == "single":
-        entries = scope_blind(entries)
-    elif method != "split":
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return PreparedStore(entries, scorer=scorer, token_counter=token_counter)
+    return PreparedStore(as_seen(entries, method), scorer=scorer, token_counter=token_counter)
 
 
 def _loaded_from(
     store: PreparedStore, query: Mapping[str, Any], method: str, now: datetime
 ) -> list[Mapping[str, Any]]:
-    pools = [SINGLE_POOL] if method == "single" else SPLIT_POOLS
+    pools = SPLIT_POOLS if method == "split" else [SINGLE_POOL]
     picked = store.retrieve_pools(pools, query, now=now)
     return [entry for pool in pools for entry in picked[pool.name]]
 
@@ -263,6 +291,66 @@ def type_load_counts(
         picked = _loaded_from(store, query, method, now)
         for kind in {entry.get("type", "note") for entry in picked}:
             counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def best_entries(
+    entries: Sequence[Mapping[str, Any]],
+    query: Mapping[str, Any] | None,
+    now: datetime = DEMO_NOW,
+    *,
+    scorer: Scorer = default_scorer,
+    is_active: ActivityTest = default_is_active,
+) -> dict[str, int]:
+    """Per type, the index in ``entries`` of its best entry for ``query``.
+
+    The best entry is the type's highest-scored active entry (``scope`` plays
+    no part), ties broken as retrieval breaks them: older ``created``, then
+    smaller ``id``, then input order.
+
+    >>> store = [{"id": "a", "type": "skill", "content": "xcode build"},
+    ...          {"id": "b", "type": "skill", "content": "tax return"}]
+    >>> best_entries(store, {"message": "the tax return"})
+    {'skill': 1}
+    """
+    best: dict[str, tuple[Any, ...]] = {}
+    for i, entry in enumerate(entries):
+        if not is_active(entry):
+            continue
+        key = (-scorer(entry, query, now=now), _sort_text(entry, "created"),
+               _sort_text(entry, "id"), i)
+        kind = str(entry.get("type", "note"))
+        if kind not in best or key < best[kind]:
+            best[kind] = key
+    return {kind: key[-1] for kind, key in best.items()}
+
+
+def _sort_text(entry: Mapping[str, Any], key: str) -> str:
+    value = entry.get(key)
+    if value is None:
+        return ""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def best_entry_counts(
+    entries: Sequence[Mapping[str, Any]],
+    method: str,
+    now: datetime = DEMO_NOW,
+    *,
+    queries: Sequence[Mapping[str, Any]] = DEMO_QUERIES,
+) -> dict[str, int]:
+    """Count, per type, the queries on which the type's best entry loaded.
+
+    The best entry is :func:`best_entries`' (default scorer, at ``now``); a
+    type that loads some other entry of its type does not count.
+    """
+    seen = as_seen(entries, method)
+    store = PreparedStore(seen)
+    counts = {kind: 0 for kind in TYPES}
+    for query in queries:
+        picked = {id(entry) for entry in _loaded_from(store, query, method, now)}
+        for kind, i in best_entries(entries, query, now).items():
+            counts[kind] = counts.get(kind, 0) + (id(seen[i]) in picked)
     return counts
 
 
@@ -289,23 +377,20 @@ def run_demo(
     store = load_sample_store() if store is None else [dict(entry) for entry in store]
     burst_store = store + fresh_entries(burst)
     corrections = {e["id"]: e for e in store if e.get("type") == "correction"}
-    quiet = {m: correction_loads(store, m) for m in METHODS}
-    loud = {m: correction_loads(burst_store, m) for m in METHODS}
+    quiet = {m: correction_loads(store, m) for m in ("single", "split")}
+    loud = {m: correction_loads(burst_store, m) for m in ("single", "split")}
+    loads = {m: type_load_counts(store, m) for m in METHODS}
+    best = {m: best_entry_counts(store, m) for m in METHODS}
     return {
         "now": DEMO_NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "store_entries": len(store),
         "queries": len(DEMO_QUERIES),
         "budget": {"tokens": TOTAL_TOKENS, "entries": TOTAL_ENTRIES},
+        "methods": list(METHODS),
         "single_pool": pool_to_data(SINGLE_POOL),
         "split_pools": [pool_to_data(pool) for pool in SPLIT_POOLS],
-        "types": {
-            kind: {"single": single, "split": split}
-            for kind, single, split in zip(
-                TYPES,
-                type_load_counts(store, "single").values(),
-                type_load_counts(store, "split").values(),
-            )
-        },
+        "types": {kind: {m: loads[m][kind] for m in METHODS} for kind in TYPES},
+        "best_entry": {kind: {m: best[m][kind] for m in METHODS} for kind in TYPES},
         "plan": plan_comparison(store),
         "burst": {
             "fresh_entries": burst,
@@ -348,10 +433,16 @@ def plan_comparison(store: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def format_plan_comparison(data: Mapping[str, Any], n: int) -> list[str]:
-    """The demo's lines comparing the hand-made split with the planned one."""
+def format_plan_comparison(data: Mapping[str, Any], n: int,
+                           hand_pools: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The demo's lines comparing the hand-made split with the planned one.
+
+    With ``hand_pools`` (the report's ``split_pools``) a last sentence says
+    what the planner changed: which types' pools it gave more or fewer
+    tokens, and which types' best entries gained or lost queries for it.
+    """
     best = data["best_entry"]
-    return [
+    lines = [
         "",
         f"Best entry loaded (of {n}): hand-made split → plan_pools (same"
         f" {data['total_tokens']} tokens, always tier inside;",
@@ -359,6 +450,52 @@ def format_plan_comparison(data: Mapping[str, Any], n: int) -> list[str]:
         f" {data['held_out_queries']} held out)",
         "  " + ", ".join(f"{kind} {c['hand']}→{c['planned']}" for kind, c in best.items()),
     ]
+    if hand_pools:
+        lines += _wrap("  ", _plan_sentence(data, hand_pools))
+    return lines
+
+
+def _plan_sentence(data: Mapping[str, Any], hand_pools: Sequence[Mapping[str, Any]]) -> str:
+    def tokens(pools: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+        return {t: p["max_tokens"] for p in pools if len(p.get("types") or ()) == 1
+                for t in p["types"]}
+
+    def listed(kinds: list[str]) -> str:
+        return ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else "".join(kinds)
+
+    hand, planned = tokens(hand_pools), tokens(data["planned_pools"])
+    kinds = [k for k in data["best_entry"] if k in hand and k in planned]
+    more = [k for k in kinds if planned[k] > hand[k]]
+    less = [k for k in kinds if planned[k] < hand[k]]
+    up = [k for k, c in data["best_entry"].items() if c["planned"] > c["hand"]]
+    down = [k for k, c in data["best_entry"].items() if c["planned"] < c["hand"]]
+    said = (f"Why they differ: plan_pools moved tokens from {listed(less) or 'no type'}"
+            f" (and counted the {data['always_tokens']}-token always tier inside the same"
+            f" {data['total_tokens']}) to {listed(more) or 'no type'}")
+    if up:
+        said += f", so best entries load more often for {listed(up)}"
+        if down:
+            said += f" and less often for {listed(down)}"
+    return said + "."
+
+
+def _wrap(indent: str, text: str, width: int = 96) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(indent) + len(line) + 1 + len(word) > width:
+            lines.append(indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, indent + line] if line else lines
+
+
+def _method_table(counts: Mapping[str, Mapping[str, int]], n: int) -> list[str]:
+    rows: list[tuple[str, ...]] = [("type", "single budget", "one pool", "pool-split"),
+                                   ("", "scope ignored", "always tier kept", "")]
+    for kind, row in counts.items():
+        rows.append((kind, *(f"{row[m]}/{n}" for m in METHODS)))
+    return ["  " + line for line in table(rows)]
 
 
 def format_report(report: Mapping[str, Any]) -> str:
@@ -372,6 +509,8 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"single budget  one scorer, one budget, no always tier: one pool of"
         f" {plural(budget['tokens'], 'token')} / {plural(budget['entries'], 'entry', 'entries')}",
         "               for every type; corrections ranked like any entry (scope ignored)",
+        "one pool       the same one pool, always tier kept: corrections (scope=always) load",
+        "               first, outside the budget, as under pool-split (the fair baseline)",
         "pool-split     one pool per type, same totals (tokens/entries):",
         "               " + ", ".join(
             f"{p['name']} {p['max_tokens']}/{p['max_entries']}"
@@ -386,13 +525,19 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"Queries on which each type loaded at all (of {n}):",
         "",
     ]
-    rows: list[tuple[str, ...]] = [("type", "single budget", "", "pool-split")]
-    for kind, counts in report["types"].items():
-        rows.append((kind, f"{counts['single']}/{n}", "→", f"{counts['split']}/{n}"))
-    lines += ["  " + line for line in table(rows)]
+    lines += _method_table(report["types"], n)
+    if "best_entry" in report:
+        lines += [
+            "",
+            f"Queries on which each type's best entry loaded (of {n}): its highest-scored"
+            " active entry",
+            "for the query (default scorer), not just any entry of the type:",
+            "",
+        ]
+        lines += _method_table(report["best_entry"], n)
 
     if "plan" in report:
-        lines += format_plan_comparison(report["plan"], n)
+        lines += format_plan_comparison(report["plan"], n, report.get("split_pools", ()))
     burst = report["burst"]
     lines += [
         "",
@@ -402,8 +547,8 @@ def format_report(report: Mapping[str, Any]) -> str:
         "",
     ]
     keys = ("single_quiet", "single_burst", "split_quiet", "split_burst")
-    rows = [("correction", "single budget", "", "pool-split", ""),
-            ("", "quiet", "burst", "quiet", "burst")]
+    rows: list[tuple[str, ...]] = [("correction", "single budget", "", "pool-split", ""),
+                                   ("", "quiet", "burst", "quiet", "burst")]
     for c in burst["corrections"]:
         rows.append((shorten(c["content"], 46), *("yes" if c[key] else "NO" for key in keys)))
     count = len(burst["corrections"])

@@ -24,7 +24,7 @@ from poolsplit_core.demo import (
     TYPES,
     fresh_entries,
 )
-from poolsplit_core.poolsplit import Pool, retrieve, retrieve_pools
+from poolsplit_core.poolsplit import Pool, explain_pools, retrieve, retrieve_pools
 
 # --------------------------------------------------------------------------
 # demo: its numbers are recomputed here from the shipped store
@@ -49,12 +49,18 @@ def pool_split(store, query):
     return [e for got in picked.values() for e in got]
 
 
+def one_pool(store, query):
+    """The fair baseline: the same one pool, scope kept (corrections first, outside it)."""
+    return retrieve(store, SINGLE_POOL, query, now=DEMO_NOW)
+
+
 @pytest.fixture(scope="module")
 def expected():
     store = shipped_store()
-    counts = {m: dict.fromkeys(TYPES, 0) for m in ("single", "split")}
+    counts = {m: dict.fromkeys(TYPES, 0) for m in ("single", "one_pool", "split")}
     for query in DEMO_QUERIES:
-        for method, fill in (("single", single_budget), ("split", pool_split)):
+        for method, fill in (("single", single_budget), ("one_pool", one_pool),
+                             ("split", pool_split)):
             for kind in {e["type"] for e in fill(store, query)}:
                 counts[method][kind] += 1
     loads = {}
@@ -109,12 +115,14 @@ def test_pool_split_budgets_add_up_to_the_single_budget():
 
 def test_demo_prints_the_per_type_counts_retrieve_gives(demo_text, expected):
     n = len(DEMO_QUERIES)
-    for kind in TYPES:
-        match = re.search(rf"^\s+{kind}\s+(\d+)/(\d+)\s+→\s+(\d+)/(\d+)\s*$", demo_text, re.M)
+    for kind in TYPES:  # the first table: loaded at all
+        match = re.search(rf"^\s+{kind}\s+(\d+)/(\d+)\s+(\d+)/(\d+)\s+(\d+)/(\d+)\s*$",
+                          demo_text, re.M)
         assert match, f"no row for {kind}"
-        single, n1, split, n2 = map(int, match.groups())
-        assert (n1, n2) == (n, n)
+        single, n1, fair, n2, split, n3 = map(int, match.groups())
+        assert (n1, n2, n3) == (n, n, n)
         assert single == expected["counts"]["single"][kind], kind
+        assert fair == expected["counts"]["one_pool"][kind], kind
         assert split == expected["counts"]["split"][kind], kind
 
 
@@ -145,6 +153,7 @@ def test_demo_json_parses_and_agrees_with_retrieve(capsys, expected):
     for kind in TYPES:
         assert report["types"][kind] == {
             "single": expected["counts"]["single"][kind],
+            "one_pool": expected["counts"]["one_pool"][kind],
             "split": expected["counts"]["split"][kind],
         }
     corrections = report["burst"]["corrections"]
@@ -270,6 +279,25 @@ def test_retrieve_json_matches_retrieve_pools(store_file, capsys):
                      "always": True, "entry": STORE[0]}
     assert got["pools"]["work"][1]["score"] > 0 and not got["pools"]["work"][1]["always"]
     assert got["context"] == {"message": "ship the release", "project": "p", "tags": ["x"]}
+
+
+def test_retrieve_prints_what_the_prompt_costs_in_total(store_file, capsys):
+    pools = [Pool("work", 50, 5, ("task", "correction")), Pool("skills", 50, 1, ("skill",))]
+    got = explain_pools(STORE, pools, {"message": "ship the release"}, now=DEMO_NOW,
+                        always_pool=True)
+    used = sum(led.tokens_used for led in got.ledgers.values())
+    always = sum(led.always_tokens for led in got.ledgers.values())
+    assert used > 0 and always > 0
+    assert main(["retrieve", store_file, *POOLS, *CONTEXT]) == 0
+    out = capsys.readouterr().out
+    assert (f"prompt: {used} of 100 budgeted tokens used + {always} always-scope tokens"
+            f" (outside every budget) = {used + always} tokens in total") in out
+    assert re.search(rf"pool 'work' .*\(1 always-scope, {always} tokens\)", out)
+    assert main(["retrieve", store_file, *POOLS, *CONTEXT, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"] == {"tokens_used": used, "max_tokens": 100, "always_tokens": always,
+                              "tokens": used + always}
+    assert list(data["pools"]) == ["work", "skills"]  # the old keys are unchanged
 
 
 def test_retrieve_reads_a_json_list_and_a_pools_file(tmp_path, monkeypatch, capsys):
