@@ -75,7 +75,7 @@ def test_scoring_keys_stay_in_metadata_but_never_reach_the_prompt_or_the_embeddi
                    "created": "2026-03-30", "token_count": 9, "tags": ["deploy"],
                    "project": "atlas", "status": "active", "superseded_by": None}
     nodes = [TextNode(id_="fix-1", text=CORRECTION,
-                      metadata={**bookkeeping, "file_name": "runbook.md", "author": "Ana"},
+                      metadata={**bookkeeping, "file_name": "runbook.pdf", "author": "Ana"},
                       excluded_llm_metadata_keys=["file_name"])]
     before = snapshot(nodes)
     got = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW,
@@ -87,7 +87,7 @@ def test_scoring_keys_stay_in_metadata_but_never_reach_the_prompt_or_the_embeddi
             assert key not in shown, (mode, key, shown)
         assert "author: Ana" in shown  # the user's own keys still reach the model
     assert "file_name" not in node.get_content(metadata_mode=MetadataMode.LLM)  # its own kept
-    assert "file_name: runbook.md" in node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert "file_name: runbook.pdf" in node.get_content(metadata_mode=MetadataMode.EMBED)
     assert node.metadata.items() >= bookkeeping.items()  # every key stays in metadata
     assert node.metadata["poolsplit_pool"] == "work"
     assert snapshot(nodes) == before  # the input node is not mutated
