@@ -2,18 +2,22 @@
 
 Used by ``tests/test_readme.py`` for the READMEs and the pages under ``docs/``:
 ``python tests/readme_runner.py`` reads
-``{"blocks": [[first_line, code], ...], "prelude": code, "allowed": [dist, ...],
-"readme": name}`` as JSON on stdin (``readme``, the README's or page's path
-from the repository root, defaults to ``README.md``).
+``{"blocks": [[first_line, code, continues], ...], "prelude": code,
+"allowed": [dist, ...], "readme": name}`` as JSON on stdin (``readme``, the
+README's or page's path from the repository root, defaults to ``README.md``;
+``continues`` is optional and false by default).
 Every installed distribution not in ``allowed`` is hidden:
 importing one of its modules raises ``ModuleNotFoundError``, as if it were
 not installed -- so a block runs as it would after ``pip install`` of just
 its extra, and an optional import a library tries (``try: import numpy``)
-behaves as it would there. Then the prelude runs, then the blocks in one
-namespace (each compiled at its own README line, so a traceback and every
-``print`` call name README lines). The report, JSON on stdout: what each
-``print`` line printed (all its calls, in order), every module imported since
-start-up with its file, and the error, if any.
+behaves as it would there. Then the prelude runs, then each block in a fresh
+namespace of its own, as a reader who copies that block alone runs it -- unless
+the block is marked as continuing the one before (``<!-- continues -->``), when
+it runs in that block's namespace. Each block is compiled at its own README
+line, so a traceback and every ``print`` call name README lines. A block that
+fails does not stop the others. The report, JSON on stdout: what each ``print``
+line printed (all its calls, in order), every module imported since start-up
+with its file, and the errors, if any, joined (``None`` when every block ran).
 """
 
 from __future__ import annotations
@@ -72,18 +76,26 @@ def main() -> None:
             printed.setdefault(frame.f_lineno, []).append(buffer.getvalue())
         builtins.print(*args, **kwargs)
 
-    error = None
-    namespace: dict[str, Any] = {"__name__": "__main__", "print": recording_print}
+    errors: list[str] = []
+    namespace: dict[str, Any] = {}
     real_stdout = sys.stdout
     sys.stdout = io.StringIO()  # the blocks' own output stays out of the report
     try:
         exec(compile(request.get("prelude", ""), "prelude", "exec"), {"__name__": "prelude"})
-        for first_line, code in request["blocks"]:
-            exec(compile("\n" * (first_line - 1) + code, readme, "exec"), namespace)
-    except BaseException:  # report it: the test shows the reader's traceback
-        error = traceback.format_exc()
+        for first_line, code, *rest in request["blocks"]:
+            continues = bool(rest and rest[0])
+            if not continues:  # a fresh namespace: the block runs as if copied alone
+                namespace = {"__name__": "__main__", "print": recording_print}
+            try:
+                exec(compile("\n" * (first_line - 1) + code, readme, "exec"), namespace)
+            except Exception:  # report it: the test shows the reader's traceback
+                errors.append(f"{readme} block at line {first_line}:\n"
+                              + traceback.format_exc())
+    except BaseException:  # the prelude, or an interrupt
+        errors.append(traceback.format_exc())
     finally:
         sys.stdout = real_stdout
+    error = "\n".join(errors) if errors else None
     modules = {
         name: getattr(module, "__file__", None)
         for name, module in list(sys.modules.items())

@@ -7,9 +7,13 @@ needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the reader must
 see that ``pip install``: in the block's ``## `` section or under Install (a
 README's Install section; for a page of the site, the top of the page before
 its first ``## `` heading, or the site's Install page, ``docs/install.md``).
-The blocks of a section that share a tag run in order, in one namespace (as a
-reader pastes them), in a fresh interpreter; a page's blocks before its first
-``## `` heading form one section. Then:
+The blocks of a section that share a tag run in order in a fresh interpreter,
+each in a fresh namespace of its own: a reader may copy any one block alone, so
+each block imports and sets up what it uses. A block marked
+``<!-- continues -->`` (above its tag, after a sentence that tells the reader it
+continues the example above) runs in the namespace of the block before it
+instead. A page's blocks before its first ``## `` heading form one section.
+Then:
 
 - every module they imported must come from a distribution the tagged install
   pulls in: the requirement closure of those requirements (extras and markers
@@ -26,10 +30,12 @@ to a whitespace split first (its default downloads a tiktoken encoding).
 
 from __future__ import annotations
 
+import builtins
 import importlib.metadata as metadata
 import json
 import re
 import subprocess
+import symtable
 import sys
 from functools import cache
 from pathlib import Path
@@ -66,17 +72,27 @@ def label(readme: Path) -> str:
     return readme.relative_to(ROOT).as_posix()
 
 
+#: The marker, above a block's ``requires`` tag, of a block that continues the one before.
+CONTINUES = "<!-- continues -->"
+#: What the prose before a continuing block says, so that a reader sees it (EN, ZH).
+CONTINUES_SAID = ("continuing the example above", "接上例")
+
+
 class Block:
-    """One ``python`` block: its section, first code line, code and tagged install."""
+    """One ``python`` block: its section, first code line, code and tagged install.
+
+    ``continues``: marked ``<!-- continues -->``, it runs after the block before it in
+    that block's namespace; ``before``: the text between the previous block and this one.
+    """
 
     def __init__(self, section: str, line: int, code: str, requires: str | None,
-                 readme: Path = README) -> None:
+                 readme: Path = README, continues: bool = False, before: str = "") -> None:
         self.section, self.line, self.code, self.requires = section, line, code, requires
-        self.readme = readme
+        self.readme, self.continues, self.before = readme, continues, before
 
 
 def read_blocks(readme: Path = README) -> list[Block]:
-    blocks, section, tag = [], "", None
+    blocks, section, tag, continues, start = [], "", None, False, 0
     lines = readme.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
@@ -84,16 +100,39 @@ def read_blocks(readme: Path = README) -> list[Block]:
         if line.startswith("## "):
             section = line[3:].strip()
         match = re.fullmatch(r"<!-- requires: (.+?) -->", line.strip())
-        if match:
+        if line.strip() == CONTINUES:
+            continues, tag = True, None
+        elif match:
             tag = match.group(1)
         elif line.startswith("```python"):
             end = lines.index("```", i + 1)
-            blocks.append(Block(section, i + 2, "\n".join(lines[i + 1:end]) + "\n", tag, readme))
-            i, tag = end, None
+            blocks.append(Block(section, i + 2, "\n".join(lines[i + 1:end]) + "\n", tag, readme,
+                                continues, "\n".join(lines[start:i])))
+            i, tag, continues, start = end, None, False, end + 1
         elif line.strip():
-            tag = None  # a tag belongs to the block right below it
+            tag, continues = None, False  # a marker or tag belongs to the block right below
         i += 1
     return blocks
+
+
+def every_block() -> list[Block]:
+    return [block for readme in [*READMES, *doc_pages()] for block in read_blocks(readme)]
+
+
+def names_used_not_bound(code: str) -> set[str]:
+    """The global names ``code`` reads but neither assigns, imports nor finds in builtins."""
+    top = symtable.symtable(code, "block", "exec")
+    bound = {s.get_name() for s in top.get_symbols()
+             if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    used, todo = set(), [top]
+    while todo:
+        table = todo.pop()
+        todo += table.get_children()
+        for symbol in table.get_symbols():
+            if symbol.is_referenced() and (
+                    table is top or (symbol.is_global() and not symbol.is_declared_global())):
+                used.add(symbol.get_name())
+    return used - bound - set(dir(builtins))
 
 
 def groups() -> dict[str, list[Block]]:
@@ -250,6 +289,49 @@ def test_the_readme_links_the_chinese_readme_on_its_first_screen():
     assert any("(README.zh-CN.md)" in line for line in first_screen)
 
 
+def test_every_block_defines_or_imports_every_name_it_uses_unless_marked_continuing():
+    unbound = {}
+    for block in every_block():
+        missing = names_used_not_bound(block.code)
+        if missing and not block.continues:
+            unbound[f"{label(block.readme)} line {block.line}"] = sorted(missing)
+    assert not unbound, (
+        "blocks a reader cannot copy alone (import or set up these names, or mark the block"
+        f" {CONTINUES} after saying so): {unbound}")
+
+
+def test_a_continuing_block_follows_one_of_its_section_and_install_and_says_so():
+    for readme in [*READMES, *doc_pages()]:
+        blocks = read_blocks(readme)
+        for before, block in zip([None, *blocks], blocks):
+            if not block.continues:
+                continue
+            where = f"{label(readme)} line {block.line}"
+            assert before is not None and (before.section, before.requires) == (
+                block.section, block.requires), f"{where}: continues no block of its section"
+            assert any(words in block.before.lower() for words in CONTINUES_SAID), (
+                f"{where}: marked {CONTINUES}, but the text above it never tells the reader"
+                f" (say one of {CONTINUES_SAID})")
+
+
+def test_the_runner_runs_each_block_alone_unless_it_is_marked_continuing():
+    def run(blocks):
+        payload = {"blocks": blocks, "allowed": ["poolsplit"], "readme": "README.md"}
+        done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    alone = run([[1, "x = 1\n"], [3, "print(x)\n"]])
+    assert "NameError: name 'x' is not defined" in alone["error"]
+    assert "README.md block at line 3" in alone["error"]
+    continued = run([[1, "x = 1\n"], [3, "print(x)\n", True]])
+    assert continued["error"] is None and continued["printed"] == {"3": "1\n"}
+    assert names_used_not_bound("import os\nprint(os.sep, x)\n") == {"x"}
+    assert names_used_not_bound("def f():\n    return y\nclass C:\n    z = w\n") == {"y", "w"}
+    assert not names_used_not_bound("for i in range(3):\n    print([j for j in (i,)])\n")
+
+
 def test_promised_output_is_matched_line_by_line_in_order():
     assert matches(["a", "b", "c"], ["a", "...", "c"])
     assert matches(["a", "b"], ["a", "..."])
@@ -272,7 +354,7 @@ def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     assert requires, f"{group}: untagged block"
     allowed = closure(set(requires.split())) | {"poolsplit"}
     prelude = OFFLINE_TOKENIZER if "llama_index" in "".join(b.code for b in blocks) else ""
-    payload = {"prelude": prelude, "blocks": [[b.line, b.code] for b in blocks],
+    payload = {"prelude": prelude, "blocks": [[b.line, b.code, b.continues] for b in blocks],
                "allowed": sorted(allowed), "readme": label(blocks[0].readme)}
     done = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
