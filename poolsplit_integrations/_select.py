@@ -111,7 +111,7 @@ def warn_unpooled(
     if not pools and listed and not written:
         log.warning("%s: no pool: only corrections (always-scope entries) load", owner)
         return
-    unpooled: dict[str, list[Any]] = {}
+    unpooled: dict[str, Any] = {}  # repr of a type no pool takes -> the id of one such entry
     seen: set[Any] = set()
     for entry in listed:
         entry_type = entry.get("type", "note")
@@ -120,9 +120,9 @@ def warn_unpooled(
         name = repr(entry_type)
         if (entry.get("scope") != "always" and name not in unpooled
                 and not any(pool.accepts(entry_type) for pool in pools)):
-            unpooled[name] = [entry.get("id")]
+            unpooled[name] = entry.get("id")
     if unpooled:
-        named = "; ".join(f"type {name} (e.g. id={ids[0]!r})" for name, ids in unpooled.items())
+        named = "; ".join(f"type {name} (e.g. id={one!r})" for name, one in unpooled.items())
         log.warning("%s: no pool takes %s -- such entries never load, but their corrections"
                     " do, under the %r pool (pools: %s)", owner, named, ALWAYS_POOL,
                     ", ".join(f"{p.name} {list(p.types) if p.types else 'every type'}"
