@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import count, repeat
 from typing import Any, ClassVar, cast
 
@@ -392,7 +392,7 @@ class VectorQuery(prepared._PreparedQuery):
         self._scores: np.ndarray | None = None
         self._taken_rows: np.ndarray | None = None
 
-    def run(self, pools: list[core.Pool]) -> dict[str, prepared._Filled]:
+    def run(self, pools: list[core.Pool]) -> dict[str, core.Filled]:
         if len(pools) > 1:
             self._taken_rows = np.zeros(self.index.columns.length, np.bool_)
         return super().run(pools)
@@ -425,8 +425,7 @@ class VectorQuery(prepared._PreparedQuery):
             if index.words_index.count_into(shared, query.words):
                 # A row's message factor depends on its shared count alone: the
                 # core's own function, once per count, read by every row.
-                factor = [core._message_factor(k, query) for k in range(len(query.words) + 1)]
-                message = np.take(np.array(factor), shared)
+                message = np.take(np.array(query.message_factors), shared)
         # (A regular entry has no similarity: its similarity factor is 1.0.)
         self._scores = np.asarray(_arithmetic._score(c["base"], recency, tags, project, message),
                                   np.float64)
@@ -478,39 +477,21 @@ class VectorQuery(prepared._PreparedQuery):
                 table[code] = core._project_factor(project, query)
         return table
 
-    def fill(self, pool: core.Pool, taken: Any) -> prepared._Filled:
-        always, exact = self.open(pool, taken)
-        picked: list[prepared._Pick] = []
-        tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        if slots_left == 0 or tokens_left == 0:
-            return prepared._Filled(always, picked)
+    def candidates(self, pool: core.Pool, taken: Any, room: core.Room
+                   ) -> Iterator[core.Candidate]:
+        exact = self.exact_keys(pool, taken)
         exact.sort()
         index, c = self.index, self.index.columns
-        entries, facts, include = self.entries, self.facts, self.include
+        entries, facts, include, exact_scores = self.entries, self.facts, self.include, self.scores
         exact_at = 0
-
-        def take_exact_before(score: float, position: int) -> None:
-            """Load the exactly-scored candidates that sort before this row (all: -1)."""
-            nonlocal exact_at, tokens_left, slots_left
-            while (exact_at < len(exact) and slots_left > 0 and tokens_left > 0
-                   and (position < 0 or _before(exact[exact_at], score, facts[position],
-                                                position))):
-                j = exact[exact_at].position
-                exact_at += 1
-                cost = facts[j].cost
-                if cost <= tokens_left:
-                    picked.append(core._new(prepared._Pick, (j, self.scores[j], cost)))
-                    tokens_left -= cost
-                    slots_left -= 1
-
         rows = index.rows_for(pool.types)
         scores = self.row_scores()[rows]
         # Rows that are dead, taken by an earlier pool or too costly are skipped
         # in the walk; they are cut from the rest only when a chunk runs out.
         alive = c["alive"] if index.dead else None
         taken_rows = self._taken_rows
-        chunk = max(_FIRST_CHUNK, _PER_SLOT * slots_left)
-        while len(rows) and slots_left > 0 and tokens_left > 0:
+        chunk = max(_FIRST_CHUNK, _PER_SLOT * room.entries)
+        while len(rows):
             rest = None  # the rows below this chunk, cut out only if the walk gets there
             if len(rows) <= chunk:
                 best, best_scores = rows, scores
@@ -535,39 +516,37 @@ class VectorQuery(prepared._PreparedQuery):
                     # Dead or taken: its position may hold another entry now (an upsert
                     # keeps the position), so its key is not this row's to compare.
                     continue
-                if exact_at < len(exact):
-                    take_exact_before(score, i)
-                    if slots_left == 0 or tokens_left == 0:
-                        break
-                if cost > tokens_left:
+                # The exactly-scored candidates that sort before this row come first.
+                while exact_at < len(exact) and _before(exact[exact_at], score, facts[i], i):
+                    j = exact[exact_at].position
+                    exact_at += 1
+                    yield core._new(core.Candidate, (j, exact_scores[j], facts[j].cost))
+                if cost > room.tokens:
                     continue
                 entry = entries[i]
                 if (taken and id(entry) in taken) or (include is not None
                                                       and not include(entry)):
                     continue
-                picked.append(core._new(prepared._Pick, (i, score, cost)))
-                if taken_rows is not None:
+                if taken_rows is not None:  # it fits: the fill loads it (the engine contract)
                     taken_rows[row] = True
-                tokens_left -= cost
-                slots_left -= 1
-                if slots_left == 0 or tokens_left == 0:
-                    break
-            if rest is None or slots_left == 0 or tokens_left == 0:
+                yield core._new(core.Candidate, (i, score, cost))
+            if rest is None:
                 break
             rows, scores = rows[rest], scores[rest]
             if len(rows):  # the next chunk: only rows that can still load
-                keep = c["cost"][rows] <= tokens_left
+                keep = c["cost"][rows] <= room.tokens
                 if alive is not None:
                     keep &= alive[rows]
                 if taken_rows is not None:
                     keep &= ~taken_rows[rows]
                 rows, scores = rows[keep], scores[keep]
             chunk *= 2
-        take_exact_before(0.0, -1)
-        return prepared._Filled(always, picked)
+        for key in exact[exact_at:]:
+            j = key.position
+            yield core._new(core.Candidate, (j, exact_scores[j], facts[j].cost))
 
 
-def _before(candidate: core._Candidate, score: float, facts: prepared._Facts, i: int) -> bool:
+def _before(candidate: core._Key, score: float, facts: prepared._Facts, i: int) -> bool:
     """True when an exactly-scored candidate sorts before the row at position ``i``."""
     if candidate.neg_score != -score:
         return bool(candidate.neg_score < -score)

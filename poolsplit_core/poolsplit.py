@@ -77,6 +77,7 @@ from typing import (
     Mapping,
     NamedTuple,
     Optional,
+    Protocol,
     Sequence,
     Set,
     Tuple,
@@ -253,7 +254,7 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("options", "project", "reader", "tags", "words")
+    __slots__ = ("message_factors", "options", "project", "reader", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
                  reader: Optional[WordReader] = None) -> None:
@@ -263,6 +264,9 @@ class _Query:
         self.reader = reader  # None: W(text), the default words
         # None: recency and similarity as the default scorer's (make_scorer options otherwise)
         self.options: Optional[ConfiguredScorer] = None
+        #: The message factor of each count of shared words, 0 to all of them: read
+        #: by the score, every bound and the numpy columns, computed once per query.
+        self.message_factors = [_message_factor(k, self) for k in range(len(words) + 1)]
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]],
@@ -274,6 +278,7 @@ class _Query:
             query.options = options
             if options.relevance == "similarity":  # no message factor: no words to share
                 query.words = frozenset()
+                query.message_factors = [1.0]
         return query
 
     @classmethod
@@ -304,7 +309,7 @@ def _default_score(entry: Mapping[str, Any], query: _Query, now: datetime, label
     recency = _recency_of(query, entry.get("type", "note"), _time_us(entry.get("created")),
                           _epoch_us(now))
     score = _entry_score(base, recency, tags, entry.get("project"),
-                         _message_factor(shared, query), query)
+                         query.message_factors[shared], query)
     if query.options is None:
         return score
     return score * query.options._similarity(entry.get("similarity"), label)
@@ -1019,10 +1024,10 @@ def retrieve(
     """
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
-    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
-    picked = call.fill(pool, taken=frozenset())
-    call.always.check_ceiling()
-    return picked
+    call = _Call(entries, context, scorer, token_counter, is_active, now)
+    filled = fill_pools(call, [pool], max_always_tokens)[pool.name]
+    return [*map(call.entries.__getitem__, filled.always),
+            *(call.entries[candidate[0]] for candidate in filled.selected)]
 
 
 # --------------------------------------------------------------------------
@@ -1075,16 +1080,10 @@ def retrieve_pools(
     {'tasks': ['t'], 'always': ['fix']}
     """
     checked = _call_pools(_check_pools(pools), always_pool)
-    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
-    taken: Set[int] = set()
-    result: Dict[str, List[E]] = {}
-    for pool in checked:
-        picked = call.fill(pool, taken=taken)
-        taken.update(id(entry) for entry in picked)
-        if _shown(pool, len(picked)):
-            result[pool.name] = picked
-    call.always.check_ceiling()
-    return result
+    call = _Call(entries, context, scorer, token_counter, is_active, now)
+    get = call.entries.__getitem__
+    return {name: [*map(get, filled.always), *(get(candidate[0]) for candidate in filled.selected)]
+            for name, filled in fill_pools(call, checked, max_always_tokens).items()}
 
 
 # --------------------------------------------------------------------------
@@ -1153,11 +1152,184 @@ class _AlwaysTier:
 
 
 # --------------------------------------------------------------------------
+# The one fill, and the contract of the engines that feed it
+# --------------------------------------------------------------------------
+
+
+class Candidate(NamedTuple):
+    """A contextual entry an engine offers a pool: its position, exact score and cost."""
+
+    position: int  # in the engine's entries
+    score: Any
+    cost: int
+
+
+class Room:
+    """What a pool has left while it fills; :func:`fill_pools` counts it down."""
+
+    __slots__ = ("entries", "tokens")
+
+    def __init__(self, pool: Pool) -> None:
+        self.tokens, self.entries = pool.max_tokens, pool.max_entries
+
+
+class Filled(NamedTuple):
+    """One pool's fill: its always tier (positions, in order), then the candidates it loaded."""
+
+    always: List[int]
+    selected: List[Candidate]
+
+
+class Engine(Protocol):
+    """What an engine gives :func:`fill_pools`: each pool's candidates, best first, lazily.
+
+    The fill -- the always-scope step, the greedy fill under both caps, an
+    entry in at most one pool, ``max_always_tokens``, Decisions and Ledgers
+    -- is written once, in :func:`fill_pools`; an engine only finds
+    candidates. This file's stateless engine scores and sorts a call's
+    entries; ``prepared.py`` walks an index best-first behind score bounds;
+    the numpy engine scores columns. They answer bit for bit alike because
+    each keeps this contract:
+
+    - ``entries`` holds the call's entries by position; ``cost(i)`` is entry
+      ``i``'s cost (its ``token_count`` when a positive int, else the token
+      counter's count of its content).
+    - ``always_scope()`` gives every active always-scope entry, as
+      ``(type, positions)`` pairs with each list ascending, and a test a
+      position must pass to load (None: every one loads).
+    - ``candidates(pool, taken, room)`` yields every active entry of the
+      pool's types that is not always-scope and whose entry object is not in
+      ``taken`` (the ``id`` of each entry the call's earlier pools loaded),
+      each as a :class:`Candidate` with its exact score and cost, in the
+      spec's order: ascending ``(-score, created, id, position)``, with
+      ``created`` and ``id`` read as text. Exhausted means the iteration
+      ends: no such entry is left.
+    - It is lazy. The fill pulls the next candidate only while the pool has
+      room, and drops the iterator when the pool is full, so work for a
+      candidate never pulled is never done (a best-first walk, a database
+      cursor). The fill loads a pulled candidate exactly when its cost is at
+      most ``room.tokens``, and then lowers ``room.tokens`` by its cost and
+      ``room.entries`` by one; an engine may rely on this, and may leave out
+      a candidate costing more than ``room.tokens`` when it would yield it
+      (tokens only decrease: it would never load). A traced fill (for
+      :func:`explain_pools`) reads every candidate: its engine leaves out
+      nothing.
+    - Writes reach an engine between calls, never during one: one call reads
+      one state of the store.
+    """
+
+    @property
+    def entries(self) -> Sequence[Mapping[str, Any]]:
+        """The call's entries, by position."""
+
+    def cost(self, i: int) -> int:
+        """The cost of entry ``i``."""
+
+    def always_scope(self) -> Tuple[Iterable[Tuple[Any, Sequence[int]]],
+                                    Optional[Callable[[int], bool]]]:
+        """The active always-scope entries by type (ascending), and the test they pass to load."""
+
+    def candidates(self, pool: Pool, taken: AbstractSet[int], room: Room) -> Iterator[Candidate]:
+        """The pool's contextual candidates, in the spec's order (see the class)."""
+
+
+def fill_pools(
+    engine: Engine,
+    pools: Sequence[Pool],
+    max_always_tokens: Optional[int] = None,
+    trace: Optional[Dict[int, Decision]] = None,
+    ledgers: Optional[Dict[str, Ledger]] = None,
+) -> Dict[str, Filled]:
+    """Fill ``pools`` in order from ``engine``'s candidates: the greedy fill of every path.
+
+    Each pool first loads its always tier (:class:`_AlwaysTier`), outside its
+    budget; then it takes candidates in the engine's order: one that fits
+    the tokens left loads, one that does not is skipped and the scan goes
+    on, until the pool holds ``max_entries`` or has no token left. An entry
+    a pool loads is in no later pool's candidates. The pools checked already
+    (``_check_pools``, ``_call_pools``); the private ``always`` pool is in
+    the result only when it loaded something. With ``trace`` and
+    ``ledgers`` (:func:`explain_pools`), a Decision for each entry a pool
+    considered and a Ledger for each pool in the result.
+    """
+    entries = engine.entries
+    by_type, usable = engine.always_scope()
+    tier = _AlwaysTier(by_type, entries, engine.cost, max_always_tokens)
+    taken: Set[int] = set()
+    out: Dict[str, Filled] = {}
+    for pool in pools:
+        always = tier.load(pool, usable)
+        room = Room(pool)
+        selected: List[Candidate] = []
+        skipped: List[Tuple[Candidate, int]] = []  # (candidate, tokens left at its turn)
+        stream: Iterator[Candidate] = iter(())
+        if pool is not _ALWAYS_POOL and (trace is not None or (room.tokens > 0
+                                                               and room.entries > 0)):
+            stream = engine.candidates(pool, taken, room)
+        while room.entries > 0 and room.tokens > 0:
+            candidate = next(stream, None)
+            if candidate is None:
+                break
+            cost = candidate[2]
+            if cost <= room.tokens:
+                selected.append(candidate)
+                room.tokens -= cost
+                room.entries -= 1
+            elif trace is not None:
+                skipped.append((candidate, room.tokens))
+        if selected:
+            taken.update([id(entries[candidate[0]]) for candidate in selected])
+        shown = _shown(pool, len(always))
+        if shown:
+            out[pool.name] = Filled(always, selected)
+        if trace is not None and ledgers is not None:
+            _account(engine, pool, Filled(always, selected), skipped, list(stream), room,
+                     trace, ledgers if shown else {})
+    tier.check_ceiling()
+    return out
+
+
+def _account(engine: Engine, pool: Pool, filled: Filled, skipped: List[Tuple[Candidate, int]],
+             late: List[Candidate], room: Room, trace: Dict[int, Decision],
+             ledgers: Dict[str, Ledger]) -> None:
+    """One pool's Decisions (into ``trace``) and Ledger (into ``ledgers``), for explain_pools.
+
+    ``late`` are the candidates the fill never reached: over the entries cap
+    when the pool is full, else over the tokens left.
+    """
+    entries, name = engine.entries, pool.name
+
+    def decide(c: Candidate, outcome: str, **fields: Any) -> None:
+        trace[c.position] = Decision(entries[c.position], c.position, outcome, name,
+                                     score=c.score, cost=c.cost, **fields)
+
+    for rank, i in enumerate(filled.always):
+        trace[i] = Decision(entries[i], i, "always", name, cost=engine.cost(i), rank=rank)
+    for rank, candidate in enumerate(filled.selected, len(filled.always)):
+        decide(candidate, "selected", rank=rank)
+    for candidate, left in skipped:
+        decide(candidate, "over_tokens", tokens_left=left)
+    full = room.entries == 0
+    for candidate in late:
+        decide(candidate, "over_entries" if full else "over_tokens",
+               tokens_left=None if full else room.tokens)
+    ledgers[name] = Ledger(
+        name, pool.max_tokens, pool.max_entries,
+        tokens_used=pool.max_tokens - room.tokens,
+        selected=len(filled.selected),
+        always=len(filled.always),
+        always_tokens=sum(map(engine.cost, filled.always)),
+        skipped_tokens=len(skipped) + (0 if full else len(late)),
+        skipped_entries=len(late) if full else 0,
+    )
+
+
+# --------------------------------------------------------------------------
 # The stateless engine
 # --------------------------------------------------------------------------
 
 
-class _Candidate(NamedTuple):
+class _Key(NamedTuple):
     """A heap item: an entry scored exactly, ordered by the spec's sort key."""
 
     neg_score: Any
@@ -1170,8 +1342,8 @@ class _Marker(NamedTuple):
     """A heap item: an upper bound standing for entries not yet scored exactly.
 
     Its text fields are "" and its kind is negative, so it sorts before every
-    candidate of an equal score: a candidate pops only when no marker can
-    still beat it, and the fill order is the one of exact keys.
+    key of an equal score: a key pops only when no marker can still beat it,
+    and the fill order is the one of exact keys.
     """
 
     neg_bound: float
@@ -1189,7 +1361,14 @@ _LAZY = -1  # stateless: an entry whose message factor is not computed yet
 
 
 class _Call:
-    """One call's work: each entry is tested, scored and measured at most once."""
+    """The stateless engine: one call's work, each entry tested, scored and measured once.
+
+    ``every=True`` (explain_pools) yields every candidate, each scored
+    exactly; otherwise the default scorer's message factor (the costly part)
+    is computed only for entries that can still win: each enters the heap as
+    a :class:`_Marker` bounding its score over every message factor, and is
+    scored exactly when popped.
+    """
 
     def __init__(
         self,
@@ -1199,7 +1378,7 @@ class _Call:
         token_counter: TokenCounter,
         is_active: ActivityTest,
         now: Optional[datetime],
-        max_always_tokens: Optional[int] = None,
+        every: bool = False,
     ) -> None:
         self.entries = _check_entries(entries)
         for name, fn in (("scorer", scorer), ("token_counter", token_counter),
@@ -1217,6 +1396,7 @@ class _Call:
         self.scorer = scorer
         self.scorer_takes_now = scorer is default_scorer or _takes_now(scorer)
         self.token_counter = token_counter
+        self.every = every
         self.active = [i for i, entry in enumerate(self.entries) if is_active(entry)]
         self.scores: Dict[int, Any] = {}
         self.partial_scores: Dict[int, float] = {}
@@ -1241,35 +1421,20 @@ class _Call:
                 always.setdefault(entry_type, []).append(i)
             else:
                 always_unkeyed.append((entry_type, (i,)))
-        self.always = _AlwaysTier([*always.items(), *always_unkeyed], entries_, self.cost,
-                                  max_always_tokens)
+        self.always: List[Tuple[Any, Sequence[int]]] = [*always.items(), *always_unkeyed]
 
-    def fill(
-        self,
-        pool: Pool,
-        taken: AbstractSet[int],
-        trace: Optional[Dict[int, Decision]] = None,
-        ledgers: Optional[Dict[str, Ledger]] = None,
-    ) -> List[Any]:
-        """Fill one pool; with ``trace``, record a Decision per entry considered.
+    def always_scope(self) -> Tuple[List[Tuple[Any, Sequence[int]]], None]:
+        return self.always, None
 
-        Without a trace, the default scorer's message factor (the costly part)
-        is computed only for entries that can still win: each enters the heap
-        as a :class:`_Marker` bounding its score over every message factor,
-        and is scored exactly when popped.
-        """
+    def candidates(self, pool: Pool, taken: AbstractSet[int], room: Room
+                   ) -> Iterator[Candidate]:
         entries = self.entries
-        always = self.always.load(pool)
-        picked: List[Any] = [entries[i] for i in always]
-
-        lazy = trace is None and self.options is not None and bool(self.query.words)
-        message_max = _message_factor(len(self.query.words), self.query)
-        contextual: List[Any] = []
-        members: List[int] = []
-        if pool is not _ALWAYS_POOL:  # (always_pool=True: that pool holds its always tier alone)
-            members = [i for entry_type, listed in self.contextual.items()
-                       if pool.accepts(entry_type) for i in listed]
-            members += [i for i in self.unkeyed if pool.accepts(entries[i].get("type", "note"))]
+        lazy = not self.every and self.options is not None and bool(self.query.words)
+        message_max = self.query.message_factors[-1]
+        members = [i for entry_type, listed in self.contextual.items()
+                   if pool.accepts(entry_type) for i in listed]
+        members += [i for i in self.unkeyed if pool.accepts(entries[i].get("type", "note"))]
+        heap: List[Any] = []
         for i in members:
             if id(entries[i]) in taken:
                 continue
@@ -1280,61 +1445,31 @@ class _Call:
                 if self.query.options is not None:  # times the similarity factor (>= 1)
                     similarity = self.similarity(i)
                     bound = max(bound, bound * similarity)
-                contextual.append(_new(_Marker, (-bound, "", "", _LAZY, i)))
+                heap.append(_new(_Marker, (-bound, "", "", _LAZY, i)))
             else:
-                contextual.append(self.key(i))
-
-        heapq.heapify(contextual)
-        tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        skipped: List[Tuple[int, int]] = []  # (index, tokens left at its turn)
-        while contextual and slots_left > 0 and tokens_left > 0:
-            item = heapq.heappop(contextual)
+                heap.append(self.key(i))
+        if self.every:  # every candidate, in order
+            heap.sort()
+            for key in heap:
+                i = key[-1]
+                yield _new(Candidate, (i, self.scores[i], self.cost(i)))
+            return
+        heapq.heapify(heap)
+        pop, push = heapq.heappop, heapq.heappush
+        while heap:
+            item = pop(heap)
             i = item[-1]
             cost = self.cost(i)
             if type(item) is _Marker:  # score exactly, unless it can never fit
-                if cost <= tokens_left:
-                    heapq.heappush(contextual, self.key(i))
+                if cost <= room.tokens:
+                    push(heap, self.key(i))
                 continue
-            if cost <= tokens_left:
-                picked.append(entries[i])
-                tokens_left -= cost
-                slots_left -= 1
-                if trace is not None:
-                    trace[i] = self.decision(i, "selected", pool, rank=len(picked) - 1)
-            elif trace is not None:
-                skipped.append((i, tokens_left))
+            yield _new(Candidate, (i, self.scores[i], cost))
 
-        if trace is not None and ledgers is not None:
-            for rank, i in enumerate(always):
-                trace[i] = Decision(entries[i], i, "always", pool.name,
-                                    cost=self.cost(i), rank=rank)
-            for i, left in skipped:
-                trace[i] = self.decision(i, "over_tokens", pool, tokens_left=left)
-            # The scan ended early: the cap was reached, or no token is left.
-            late = "over_entries" if slots_left == 0 else "over_tokens"
-            for key in contextual:
-                trace[key[-1]] = self.decision(key[-1], late, pool, tokens_left=(
-                    tokens_left if late == "over_tokens" else None))
-            ledgers[pool.name] = Ledger(
-                pool.name, pool.max_tokens, pool.max_entries,
-                tokens_used=pool.max_tokens - tokens_left,
-                selected=pool.max_entries - slots_left,
-                always=len(always),
-                always_tokens=sum(self.cost(i) for i in always),
-                skipped_tokens=len(skipped) + (len(contextual) if late == "over_tokens" else 0),
-                skipped_entries=len(contextual) if late == "over_entries" else 0,
-            )
-        return picked
-
-    def decision(self, i: int, outcome: str, pool: Pool, *, rank: Optional[int] = None,
-                 tokens_left: Optional[int] = None) -> Decision:
-        return Decision(self.entries[i], i, outcome, pool.name, score=self.score(i),
-                        cost=self.cost(i), tokens_left=tokens_left, rank=rank)
-
-    def key(self, i: int) -> _Candidate:
+    def key(self, i: int) -> _Key:
         entry = self.entries[i]
-        return _new(_Candidate, (-self.score(i), _sort_text(entry, "created"),
-                                 _sort_text(entry, "id"), i))
+        return _new(_Key, (-self.score(i), _sort_text(entry, "created"),
+                           _sort_text(entry, "id"), i))
 
     def partial_score(self, i: int) -> float:
         """The default score with its message factor at 1 (validated once).
@@ -1371,7 +1506,7 @@ class _Call:
                           if self.query.words else 0)
                 # The message factor comes last: the score is the partial times it, exactly
                 # (then times the similarity factor of a make_scorer option, when used).
-                value: Any = self.partial_score(i) * _message_factor(shared, self.query)
+                value: Any = self.partial_score(i) * self.query.message_factors[shared]
                 if self.query.options is not None:
                     value = value * self.similarity(i)
             elif self.scorer_takes_now:
@@ -1512,16 +1647,10 @@ def explain_pools(
     one entry loads in it.
     """
     checked = _call_pools(_check_pools(pools), always_pool)
-    call = _Call(entries, context, scorer, token_counter, is_active, now, max_always_tokens)
+    call = _Call(entries, context, scorer, token_counter, is_active, now, every=True)
     trace: Dict[int, Decision] = {}
     ledgers: Dict[str, Ledger] = {}
-    taken: Set[int] = set()
-    for pool in checked:
-        picked = call.fill(pool, taken=taken, trace=trace, ledgers=ledgers)
-        taken.update(id(entry) for entry in picked)
-        if not _shown(pool, len(picked)):
-            del ledgers[pool.name]
-    call.always.check_ceiling()
+    fill_pools(call, checked, max_always_tokens, trace, ledgers)
     active = set(call.active)
     decisions = []
     for i, entry in enumerate(call.entries):

@@ -115,8 +115,10 @@ default_scorer = core.default_scorer
 default_token_counter = core.default_token_counter
 default_is_active = core.default_is_active
 _Query = core._Query
-_AlwaysTier = core._AlwaysTier
-_Candidate = core._Candidate
+Candidate = core.Candidate
+Filled = core.Filled
+Room = core.Room
+_Key = core._Key
 _Marker = core._Marker
 _new = core._new
 _default_score = core._default_score
@@ -518,7 +520,7 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-    ) -> Optional[Tuple[Dict[int, Mapping[str, Any]], Dict[str, _Filled],
+    ) -> Optional[Tuple[Dict[int, Mapping[str, Any]], Dict[str, Filled],
                         Callable[[List[int]], List[int]], Callable[[int], int]]]:
         """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
 
@@ -1225,22 +1227,7 @@ def _insort(members: MutableSequence[int], i: int, key: Callable[[int], int]) ->
     return lo
 
 
-class _Pick(NamedTuple):
-    """One contextual entry a prepared query selected."""
-
-    position: int  # in the store, then this query's extras
-    score: float
-    cost: int
-
-
-class _Filled(NamedTuple):
-    """One pool's fill in a prepared query: its always tier, then what it selected, in order."""
-
-    always: List[int]  # positions, in store order
-    selected: List[_Pick]
-
-
-_POSITION = itemgetter(0)  # a _Pick's position
+_POSITION = itemgetter(0)  # a Candidate's position
 _COST = attrgetter("cost")  # a _Facts' cost
 
 
@@ -1287,7 +1274,7 @@ class _Lists(NamedTuple):
 class _PreparedQuery:
     """One default-scorer query over a prepared index: a best-first walk with bounds.
 
-    The heap holds :class:`_Candidate` items (entries scored exactly) and
+    The heap holds :class:`_Key` items (entries scored exactly) and
     :class:`_Marker` items (bounds standing for entries not yet read).
 
     # invariants:
@@ -1324,6 +1311,7 @@ class _PreparedQuery:
         options: Optional[ConfiguredScorer] = None,
     ) -> None:
         self.index, self.entries, self.include = index, entries, include
+        self.max_always_tokens = max_always_tokens
         self.query = _Query.from_context(context, index.words, options)
         self.now = _utc_now(now)
         self.now_us = _epoch_us(self.now)
@@ -1339,11 +1327,10 @@ class _PreparedQuery:
         extra_always = [(facts[i].type, (i,)) for i in extras if facts[i].always]
         if extra_always or index.always_unhashable:
             by_type = [*by_type, *index.always_unhashable, *extra_always]
-        self.always = _AlwaysTier(by_type, entries, lambda i: facts[i].cost, max_always_tokens)
+        self.always = by_type
         self.scores: Dict[int, float] = {}
         # The message factor of each count of shared words (for the split lists).
-        query = self.query
-        self.message_factors = [_message_factor(k, query) for k in range(len(query.words) + 1)]
+        self.message_factors = self.query.message_factors
         # Per (type, project) kind, each entry's count of shared message words
         # (made when the kind is first read), and the fill's whole lists.
         self.shared: Dict[Tuple[Any, Any], Tuple[Optional[Mapping[int, int]],
@@ -1352,17 +1339,14 @@ class _PreparedQuery:
         # Per stream, the recency of the entry its marker stands on (read next).
         self.next_recency: Dict[int, float] = {}
 
-    def run(self, pools: List[Pool]) -> Dict[str, _Filled]:
-        taken: Set[int] = set()
-        out: Dict[str, _Filled] = {}
-        get = self.entries.__getitem__
-        for pool in pools:
-            filled = self.fill(pool, taken)  # (its always tier is no later pool's: _AlwaysTier)
-            taken.update(map(id, map(get, map(_POSITION, filled.selected))))
-            if _shown(pool, len(filled.always)):
-                out[pool.name] = filled
-        self.always.check_ceiling()
-        return out
+    def run(self, pools: List[Pool]) -> Dict[str, Filled]:
+        """The core's one fill over this query's candidates."""
+        return core.fill_pools(self, pools, self.max_always_tokens)
+
+    def always_scope(self) -> Tuple[Iterable[Tuple[Any, Sequence[int]]],
+                                    Optional[Callable[[int], bool]]]:
+        include, entries = self.include, self.entries
+        return self.always, None if include is None else (lambda i: bool(include(entries[i])))
 
     def cost(self, i: int) -> int:
         return self.facts[i].cost
@@ -1394,27 +1378,14 @@ class _PreparedQuery:
                 self.scores[i] = _check_score(value, label)
         return self.scores[i]
 
-    def open(self, pool: Pool, taken: AbstractSet[int]) -> Tuple[List[int], List[_Candidate]]:
-        """A pool's start, in every engine: its always tier loaded, its exactly-scored candidates.
+    def exact_keys(self, pool: Pool, taken: AbstractSet[int]) -> List[_Key]:
+        """The pool's candidates scored exactly now: irregular entries, this query's extras."""
+        return [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
 
-        The candidates (irregular entries and this query's extras) are
-        scored now; an empty list when the pool has no room at all.
-        """
-        include = self.include
-        always = self.always.load(pool, None if include is None else (
-            lambda i: bool(include(self.entries[i]))))
-        if pool.max_entries == 0 or pool.max_tokens == 0:
-            return always, []
-        return always, [self.key(i) for i in self.exact if self.usable(i, pool, taken)]
-
-    def fill(self, pool: Pool, taken: AbstractSet[int]) -> _Filled:
+    def candidates(self, pool: Pool, taken: AbstractSet[int], room: Room
+                   ) -> Iterator[Candidate]:
         facts = self.facts
-        always, exact = self.open(pool, taken)
-        heap: List[Any] = exact  # candidates, and markers beside them
-        picked: List[_Pick] = []
-        tokens_left, slots_left = pool.max_tokens, pool.max_entries
-        if slots_left == 0 or tokens_left == 0:
-            return _Filled(always, picked)
+        heap: List[Any] = self.exact_keys(pool, taken)  # keys, and markers beside them
         streams, starts, ceilings = self.streams(pool)
         order = sorted(range(len(starts)), key=ceilings.__getitem__, reverse=True)
         if order:
@@ -1424,7 +1395,7 @@ class _PreparedQuery:
         heapq.heapify(heap)
         push, pop, push_pop = heapq.heappush, heapq.heappop, heapq.heappushpop
         held: Optional[_Marker] = None  # a marker on its way into the heap
-        while slots_left > 0 and tokens_left > 0:
+        while True:
             # Pushing the held marker and popping the least item, in one step
             # (the marker itself, untouched, when it is still the least).
             if held is not None:
@@ -1439,7 +1410,7 @@ class _PreparedQuery:
                     what = starts[order[at]]
                     for s in ((what,) if isinstance(what, int) else
                               self.start(what, streams, cursor)):
-                        marker = self.marker(streams, cursor, s, taken, tokens_left, seen)
+                        marker = self.marker(streams, cursor, s, taken, room.tokens, seen)
                         if marker is not None:
                             push(heap, marker)
                     if at + 1 < len(order):
@@ -1450,25 +1421,20 @@ class _PreparedQuery:
                     parts = self.split(streams, s, cursor)
                     if parts is not None:  # the parts owe the rest of it
                         for part in parts:
-                            marker = self.marker(streams, cursor, part, taken, tokens_left,
+                            marker = self.marker(streams, cursor, part, taken, room.tokens,
                                                  seen)
                             if marker is not None:
                                 push(heap, marker)
                         continue
                 i = streams[s].members[cursor[s]]
                 cursor[s] += 1
-                if i not in seen and self.visitable(i, pool, taken, tokens_left):
+                if i not in seen and self.visitable(i, pool, taken, room.tokens):
                     seen.add(i)
                     push(heap, self.key(i, self.next_recency[s]))
-                held = self.marker(streams, cursor, s, taken, tokens_left, seen)
+                held = self.marker(streams, cursor, s, taken, room.tokens, seen)
                 continue
             i = item.position
-            cost = facts[i].cost
-            if cost <= tokens_left:
-                picked.append(_new(_Pick, (i, self.scores[i], cost)))
-                tokens_left -= cost
-                slots_left -= 1
-        return _Filled(always, picked)
+            yield _new(Candidate, (i, self.scores[i], facts[i].cost))
 
     def streams(self, pool: Pool) -> Tuple[List[_Stream], List[Union[int, _Lists]],
                                            List[float]]:
@@ -1605,9 +1571,9 @@ class _PreparedQuery:
         for factor, part in parts.items():
             yield factor, part, index.suffix_min(part)
 
-    def key(self, i: int, recency: Optional[float] = None) -> _Candidate:
+    def key(self, i: int, recency: Optional[float] = None) -> _Key:
         sort_key = self.facts[i].sort_key
-        return _new(_Candidate, (-self.score(i, recency), sort_key[0], sort_key[1], i))
+        return _new(_Key, (-self.score(i, recency), sort_key[0], sort_key[1], i))
 
     def visitable(self, i: int, pool: Pool, taken: AbstractSet[int], tokens_left: int) -> bool:
         # An entry that cannot fit now never will: tokens only decrease.
