@@ -25,4 +25,6 @@ try:
 except ImportError:
     pass
 else:
-    from poolsplit_core import _vectorized  # noqa: F401
+    from poolsplit_core._vectorized import NumpyEngine
+
+    __all__ += ["NumpyEngine"]

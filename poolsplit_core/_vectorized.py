@@ -37,7 +37,38 @@ from poolsplit_core import prepared
 # typed for floats, and numpy arrays go through the same operators.
 _arithmetic: Any = core
 
-__all__ = ["VectorIndex", "VectorQuery"]
+__all__ = ["NumpyEngine", "VectorIndex", "VectorQuery"]
+
+
+class NumpyEngine:
+    """The numpy engine of :class:`~poolsplit_core.prepared.PreparedStore` (``poolsplit[fast]``).
+
+    A pool's rows are sorted a chunk at a time: first its best
+    ``max(first_chunk, per_slot * max_entries)`` rows by score, then twice
+    as many, and so on; a pool with more than ``sample_over`` rows estimates
+    each chunk's score threshold from a sample first. None of them changes
+    an answer; ``NumpyEngine(first_chunk=1, per_slot=0, sample_over=4)`` cuts
+    every pool into the smallest chunks.
+    """
+
+    name = "numpy"
+
+    def __init__(self, *, first_chunk: int = 32, per_slot: int = 4,
+                 sample_over: int = 4096) -> None:
+        for what, value, least in (("first_chunk", first_chunk, 1), ("per_slot", per_slot, 0),
+                                   ("sample_over", sample_over, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
+        self.first_chunk, self.per_slot, self.sample_over = first_chunk, per_slot, sample_over
+
+    def index(self, token_counter: core.TokenCounter, is_active: core.ActivityTest,
+              words: core.WordReader | None) -> VectorIndex:
+        """An empty index of numpy columns, sorted in this engine's chunks."""
+        return VectorIndex(token_counter, is_active, words, self)
+
+    def __repr__(self) -> str:
+        return (f"NumpyEngine(first_chunk={self.first_chunk}, per_slot={self.per_slot},"
+                f" sample_over={self.sample_over})")
 
 # Rows: every regular entry (active, contextual, a known priority, no
 # similarity: what the python engine puts in its groups) is one row of the
@@ -47,8 +78,6 @@ __all__ = ["VectorIndex", "VectorQuery"]
 # compaction once they outnumber the living ones.
 _FIRST_CAPACITY = 64
 _EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 is exact
-_SAMPLE_OVER = 4096  # pools with more candidates estimate their threshold from a sample
-_FIRST_CHUNK, _PER_SLOT = 32, 4  # a pool's first sorted chunk: at least 32 rows, 4 per slot
 
 
 class _Postings:
@@ -187,8 +216,10 @@ class VectorIndex(prepared._Index):
     """
 
     def __init__(self, token_counter: core.TokenCounter, is_active: core.ActivityTest,
-                 words: core.WordReader | None = None) -> None:
+                 words: core.WordReader | None = None, engine: NumpyEngine | None = None
+                 ) -> None:
         super().__init__(token_counter, is_active, words)
+        self.engine = engine or NumpyEngine()
         self._clear_rows()
 
     def _clear_rows(self) -> None:
@@ -490,13 +521,14 @@ class VectorQuery(prepared._PreparedQuery):
         # in the walk; they are cut from the rest only when a chunk runs out.
         alive = c["alive"] if index.dead else None
         taken_rows = self._taken_rows
-        chunk = max(_FIRST_CHUNK, _PER_SLOT * room.entries)
+        engine = index.engine
+        chunk = max(engine.first_chunk, engine.per_slot * room.entries)
         while len(rows):
             rest = None  # the rows below this chunk, cut out only if the walk gets there
             if len(rows) <= chunk:
                 best, best_scores = rows, scores
             else:
-                rest = scores < _threshold(scores, chunk)
+                rest = scores < _threshold(scores, chunk, engine.sample_over)
                 cut = ~rest
                 best, best_scores = rows[cut], scores[cut]
             order = np.lexsort((c["rank"][best], -best_scores))
@@ -553,7 +585,7 @@ def _before(candidate: core._Key, score: float, facts: prepared._Facts, i: int) 
     return (candidate.created, candidate.id, candidate.position) < (*facts.sort_key, i)
 
 
-def _threshold(scores: np.ndarray, chunk: int) -> float:
+def _threshold(scores: np.ndarray, chunk: int, sample_over: int) -> float:
     """A score that at least ``chunk`` of ``scores`` reach (more than ``chunk`` are given).
 
     On many candidates it is first guessed from a sample (every few scores),
@@ -561,7 +593,7 @@ def _threshold(scores: np.ndarray, chunk: int) -> float:
     replaced by the exact ``chunk``-th largest.
     """
     n = len(scores)
-    if n > _SAMPLE_OVER:
+    if n > sample_over:
         step = max(1, n // (8 * chunk))
         sample = scores[::step]
         k = max(2, (2 * chunk) // step)
@@ -572,5 +604,5 @@ def _threshold(scores: np.ndarray, chunk: int) -> float:
     return float(np.partition(scores, n - chunk)[n - chunk])
 
 
-prepared._ENGINES["numpy"] = VectorIndex
+prepared._ENGINES["numpy"] = NumpyEngine()
 

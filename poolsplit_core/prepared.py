@@ -65,6 +65,8 @@ import sys
 import threading
 from array import array
 from collections import Counter, defaultdict
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from itertools import accumulate, chain, filterfalse, groupby
 from operator import attrgetter, itemgetter
@@ -84,6 +86,7 @@ from typing import (
     MutableSequence,
     NamedTuple,
     Optional,
+    Protocol,
     Sequence,
     Set,
     Tuple,
@@ -98,7 +101,7 @@ else:  # copied beside poolsplit.py: both are top-level modules
 
 __version__ = "0.1.0"
 
-__all__ = ["PreparedStore"]
+__all__ = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine"]
 
 # The core's names this file uses: the same objects, defined once in poolsplit.py.
 # (explain_pools is called as core.explain_pools, so that a spy on the core's
@@ -244,7 +247,7 @@ class PreparedStore:
         token_counter: TokenCounter = default_token_counter,
         is_active: ActivityTest = default_is_active,
         partition_key: Optional[str] = None,
-        engine: str = "auto",
+        engine: Union[str, IndexEngine] = "auto",
     ) -> None:
         for name, fn in (("scorer", scorer), ("token_counter", token_counter),
                          ("is_active", is_active)):
@@ -253,8 +256,8 @@ class PreparedStore:
         if partition_key is not None and not isinstance(partition_key, str):
             raise TypeError(f"partition_key must be a str or None, got {partition_key!r}")
         #: The engine that indexes and walks the store: "python" or "numpy".
-        self.engine = _engine_name(engine)
-        self._engine = _ENGINES[self.engine]
+        self._engine = _engine_of(engine)
+        self.engine: str = self._engine.name
         self.scorer = scorer
         options = _options_of(scorer)
         self.words: Optional[WordReader] = options.words if options is not None else None
@@ -305,15 +308,15 @@ class PreparedStore:
         key = self.partition_key
         parts: Dict[Any, _Part] = {}
         if key is None:
-            part = parts[_WHOLE] = _Part(self._engine, self.token_counter, self.is_active, None,
-                                         self.words)
+            part = parts[_WHOLE] = _Part(self._engine.index, self.token_counter,
+                                         self.is_active, None, self.words)
             part.index.build(list(listed))
         else:
             members: Dict[Any, List[Mapping[str, Any]]] = {}
             for slot, entry in enumerate(listed):
                 value = _partition_of(entry, key, slot)
                 if value not in parts:
-                    parts[value] = _Part(self._engine, self.token_counter, self.is_active,
+                    parts[value] = _Part(self._engine.index, self.token_counter, self.is_active,
                                          _positions(), self.words)
                     members[value] = []
                 cast(MutableSequence[int], parts[value].slots).append(slot)
@@ -579,7 +582,7 @@ class PreparedStore:
         else:
             value = _partition_of(entry, self.partition_key, slot)
             if value not in self._parts:
-                self._parts[value] = _Part(self._engine, self.token_counter, self.is_active,
+                self._parts[value] = _Part(self._engine.index, self.token_counter, self.is_active,
                                            _positions(), self.words)
             part = self._parts[value]
         part.index.insert(entry)  # reads (and may refuse) the entry before anything changes
@@ -654,7 +657,7 @@ class PreparedStore:
 
     def _part_of(self, members: Sequence[int]) -> _Part:
         """A part indexing the entries of these live slots (ascending)."""
-        part = _Part(self._engine, self.token_counter, self.is_active, _positions(members),
+        part = _Part(self._engine.index, self.token_counter, self.is_active, _positions(members),
                      self.words)
         part.index.build([self._slots[slot] for slot in members])
         return part
@@ -756,32 +759,103 @@ class PreparedStore:
         )
 
 
-# A word or tag list read _SPLIT_AFTER entries deep is split by message factor, when
-# its kind's lists of the message's words hold at most _SPLIT_RATIO of its entries:
-# counting them costs little then, and a Python pass over many sharing entries
-# would cost more than the loose bound it tightens (long texts share many words).
-_SPLIT_RATIO = 0.25
-_SPLIT_AFTER = 2
+class IndexEngine(Protocol):
+    """How a :class:`PreparedStore` indexes its entries and walks them: ``engine=`` takes one.
+
+    ``index(token_counter, is_active, words)`` makes an empty index, whose
+    ``query(...)`` is a :class:`poolsplit.Engine` (the core's one fill pulls
+    each pool's candidates from it). An engine changes the work a query
+    does, never its answer.
+    """
+
+    @property
+    def name(self) -> str:
+        """The engine's name, as ``PreparedStore.engine`` reports it."""
+
+    def index(self, token_counter: TokenCounter, is_active: ActivityTest,
+              words: Optional[WordReader]) -> _Index:
+        """An empty index of this engine."""
+
+
+class PythonEngine:
+    """This file's engine, standard library only: a best-first walk behind score bounds.
+
+    A word or tag list read ``split_after`` entries deep is split by message
+    factor (each part bounded by its own) when its kind's lists of the
+    message's words hold at most ``split_ratio`` of the kind's entries:
+    counting them costs little then, while on long texts that share many
+    words a pass over them would cost more than the loose bound it tightens.
+    Neither changes an answer; ``PythonEngine(split_after=1,
+    split_ratio=math.inf)`` splits every list it reads.
+    """
+
+    name = "python"
+
+    def __init__(self, *, split_after: int = 2, split_ratio: float = 0.25) -> None:
+        if isinstance(split_after, bool) or not isinstance(split_after, int) or split_after < 1:
+            raise ValueError(f"split_after must be an int >= 1, got {split_after!r}")
+        if isinstance(split_ratio, bool) or not isinstance(split_ratio, (int, float)) or not (
+                split_ratio >= 0):
+            raise ValueError(f"split_ratio must be a number >= 0, got {split_ratio!r}")
+        self.split_after, self.split_ratio = split_after, float(split_ratio)
+
+    def index(self, token_counter: TokenCounter, is_active: ActivityTest,
+              words: Optional[WordReader]) -> _Index:
+        """An empty index walked with this engine's tuning."""
+        index = _Index(token_counter, is_active, words)
+        index.split_after, index.split_ratio = self.split_after, self.split_ratio
+        return index
+
+    def __repr__(self) -> str:
+        return f"PythonEngine(split_after={self.split_after}, split_ratio={self.split_ratio})"
+
 
 #: The engines a PreparedStore can index and walk with, by name. "python" is
 #: this file's; the poolsplit package adds "numpy" when numpy is installed
-#: (``pip install 'poolsplit[fast]'``: poolsplit_core/_vectorized.py).
-_ENGINES: Dict[str, Callable[..., _Index]] = {}
-_AUTO: Optional[str] = None  # what "auto" means when set (the test suite runs each engine)
+#: (``pip install 'poolsplit[fast]'``: ``poolsplit_core.NumpyEngine``).
+_ENGINES: Dict[str, IndexEngine] = {"python": PythonEngine()}
+_DEFAULT: ContextVar[Optional[IndexEngine]] = ContextVar("poolsplit_default_engine",
+                                                          default=None)
 
 
-def _engine_name(engine: Any) -> str:
-    """The engine ``engine`` names: "auto" is the fastest one installed."""
+@contextmanager
+def default_engine(engine: Union[str, IndexEngine]) -> Iterator[IndexEngine]:
+    """Within the block, ``PreparedStore(engine="auto")`` builds ``engine``.
+
+    ``engine`` is a name or an engine object. The test suite holds every
+    engine to the same answers this way; it is a context variable, so
+    another thread or task keeps its own default.
+
+    >>> with default_engine(PythonEngine(split_after=1)) as chosen:
+    ...     PreparedStore().engine
+    'python'
+    """
+    chosen = _engine_of(engine)
+    token = _DEFAULT.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _DEFAULT.reset(token)
+
+
+def _engine_of(engine: Any) -> IndexEngine:
+    """The engine ``engine`` names or is: "auto" is the default one, else the fastest installed."""
     if engine == "auto":
-        if _AUTO is not None:
-            return _AUTO
-        return "numpy" if "numpy" in _ENGINES else "python"
-    if engine in _ENGINES:
-        return cast(str, engine)
-    if engine == "numpy":
-        raise ImportError("engine='numpy' needs numpy and the poolsplit package:"
-                          " pip install 'poolsplit[fast]'")
-    raise ValueError(f"engine must be 'auto', 'python' or 'numpy', got {engine!r}")
+        chosen = _DEFAULT.get()
+        if chosen is not None:
+            return chosen
+        return _ENGINES["numpy" if "numpy" in _ENGINES else "python"]
+    if isinstance(engine, str):
+        if engine in _ENGINES:
+            return _ENGINES[engine]
+        if engine == "numpy":
+            raise ImportError("engine='numpy' needs numpy and the poolsplit package:"
+                              " pip install 'poolsplit[fast]'")
+    elif callable(getattr(engine, "index", None)) and isinstance(getattr(engine, "name", None),
+                                                                  str):
+        return cast(IndexEngine, engine)
+    raise ValueError("engine must be 'auto', 'python', 'numpy' or an engine object"
+                     f" (PythonEngine(...)), got {engine!r}")
 
 
 _UNDATED = -(1 << 62)  # sorts before every real time key: undated counts as newest
@@ -918,7 +992,10 @@ _INACTIVE.sort_key, _INACTIVE.tags, _INACTIVE.words = ("", ""), (), ()
 
 
 class _Index:
-    """The prepared data of a PreparedStore."""
+    """The prepared data of a PreparedStore (made by :meth:`PythonEngine.index`)."""
+
+    split_after: int  # the PythonEngine's tuning
+    split_ratio: float
 
     def __init__(self, token_counter: TokenCounter, is_active: ActivityTest,
                  words: Optional[WordReader] = None) -> None:
@@ -1197,9 +1274,6 @@ class _Index:
                 drop((is_tag, kind, item), None)
 
 
-_ENGINES["python"] = _Index
-
-
 def _locate(members: Sequence[int], i: int, key: Callable[[int], int]) -> int:
     """Where ``i`` stands in ``members`` (sorted by ``key``, equals in any order)."""
     target, lo, hi = key(i), 0, len(members)
@@ -1387,6 +1461,7 @@ class _PreparedQuery:
         facts = self.facts
         heap: List[Any] = self.exact_keys(pool, taken)  # keys, and markers beside them
         streams, starts, ceilings = self.streams(pool)
+        split_after = self.index.split_after
         order = sorted(range(len(starts)), key=ceilings.__getitem__, reverse=True)
         if order:
             heap.append(_new(_Marker, (-ceilings[order[0]], "", "", _START, 0)))
@@ -1417,7 +1492,7 @@ class _PreparedQuery:
                         held = _new(_Marker, (-ceilings[order[at + 1]], "", "", _START, at + 1))
                     continue
                 s = item.ref  # a started stream: visit its next entry
-                if cursor[s] >= _SPLIT_AFTER and s in self.unsplit:
+                if cursor[s] >= split_after and s in self.unsplit:
                     parts = self.split(streams, s, cursor)
                     if parts is not None:  # the parts owe the rest of it
                         for part in parts:
@@ -1443,7 +1518,7 @@ class _PreparedQuery:
         What starts is a group stream (its index) or a kind's word or tag
         lists (:class:`_Lists`, made streams by :meth:`start`). The lists
         are bounded as if their entries shared every message word the kind
-        holds; read past their first ``_SPLIT_AFTER`` entries, the rest of a
+        holds; read past their first ``split_after`` entries, the rest of a
         list is split by its entries' real message factors (:meth:`split`),
         each part bounded by its own.
         """
@@ -1497,7 +1572,7 @@ class _PreparedQuery:
         lists owe the entries whose message factor is above 1 and that share
         no tag, the tag lists every entry that shares a tag; the group
         streams owe the rest. None, and ``s`` read on whole, when its kind's
-        lists of the message's words hold more than ``_SPLIT_RATIO`` of its
+        lists of the message's words hold more than ``split_ratio`` of its
         entries (see there).
         """
         is_tag, kind = self.unsplit.pop(s)
@@ -1519,7 +1594,7 @@ class _PreparedQuery:
 
         The second is the set of entries whose message factor is above 1.
         Counted once per query and kind (C-level counts over the word lists);
-        ``(None, ...)`` when those lists hold more than ``_SPLIT_RATIO`` of the
+        ``(None, ...)`` when those lists hold more than ``split_ratio`` of the
         kind's entries: reading the counts would cost more than the loose bounds
         it tightens.
         """
@@ -1527,7 +1602,7 @@ class _PreparedQuery:
         if got is not None:
             return got
         lists = [_opened(words, word) for word in self.query.words if word in words]
-        if sum(map(len, lists)) > _SPLIT_RATIO * self.index.kind_size.get(kind, 0):
+        if sum(map(len, lists)) > self.index.split_ratio * self.index.kind_size.get(kind, 0):
             got = (None, frozenset())
         else:
             counts: Counter[int] = Counter()

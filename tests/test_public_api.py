@@ -23,17 +23,22 @@ import poolsplit_core.prepared as prepared
 PUBLIC_NAMES = sorted([
     "OUTCOMES",
     "AlwaysScopeOverflowError",
+    "Candidate",
     "ConfiguredScorer",
     "Decision",
+    "Engine",
     "Explanation",
+    "Filled",
     "Ledger",
     "Pool",
+    "Room",
     "__version__",
     "cjk_token_counter",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
     "explain_pools",
+    "fill_pools",
     "make_scorer",
     "retrieve",
     "retrieve_pools",
@@ -41,10 +46,11 @@ PUBLIC_NAMES = sorted([
 ])
 
 #: The names of the prepared store's file (vendorable beside the core's).
-PREPARED_NAMES = ["PreparedStore"]
+PREPARED_NAMES = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine"]
 
 #: What poolsplit_core exports beside the vendorable files' names (in neither file).
-PACKAGE_NAMES = ["check_entries"]
+#: (NumpyEngine is there when numpy is: the test suite always has it.)
+PACKAGE_NAMES = ["NumpyEngine", "check_entries"]
 
 KEYWORD_ONLY_DEFAULTS = {
     "scorer": core.default_scorer,
@@ -131,7 +137,6 @@ def test_the_default_counter_and_activity_test_follow_the_readme():
 
 
 def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
-    # (the engine names are in tests/core/test_engines.py)
     build = inspect.signature(prepared.PreparedStore).parameters
     assert [(n, p.kind, p.default) for n, p in build.items()] == [
         ("entries", inspect.Parameter.POSITIONAL_OR_KEYWORD, ()),

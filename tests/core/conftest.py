@@ -20,20 +20,20 @@ import math
 
 import pytest
 
-from poolsplit_core import _vectorized, prepared
+from poolsplit_core import NumpyEngine
+from poolsplit_core.prepared import PythonEngine, default_engine
 
-ENGINES = ("python", "python-split", "numpy", "numpy-chunked")
+#: Each engine the suite runs, as the object PreparedStore(engine=...) takes.
+ENGINES = {
+    "python": PythonEngine(),
+    "python-split": PythonEngine(split_after=1, split_ratio=math.inf),
+    "numpy": NumpyEngine(),
+    "numpy-chunked": NumpyEngine(first_chunk=1, per_slot=0, sample_over=4),
+}
 
 
-@pytest.fixture(scope="module", params=ENGINES)
+@pytest.fixture(scope="module", params=list(ENGINES))
 def each_engine(request):
     """Run the module's tests with ``engine="auto"`` meaning this engine."""
-    p, v = prepared, _vectorized
-    saved = (p._AUTO, p._SPLIT_RATIO, p._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER)
-    p._AUTO = request.param.split("-")[0]
-    if request.param == "python-split":
-        p._SPLIT_RATIO, p._SPLIT_AFTER = math.inf, 1
-    if request.param == "numpy-chunked":
-        v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER = 1, 0, 4
-    yield request.param
-    (p._AUTO, p._SPLIT_RATIO, p._SPLIT_AFTER, v._FIRST_CHUNK, v._PER_SLOT, v._SAMPLE_OVER) = saved
+    with default_engine(ENGINES[request.param]):
+        yield request.param
