@@ -6,7 +6,8 @@ Each ``python`` block is tagged, on the line before it, with the install it
 needs -- ``<!-- requires: poolsplit[langchain] -->`` -- and the reader must
 see that ``pip install``: in the block's ``## `` section or under Install (a
 README's Install section; for a page of the site, the top of the page before
-its first ``## `` heading, or the site's Install page, ``docs/install.md``).
+its first ``## `` heading, or the site's Install page, ``docs/install.md``; for a page of
+the Chinese guide under ``docs/zh/``, its own Install page, ``docs/zh/install.md``).
 The blocks of a section that share a tag run in order in a fresh interpreter,
 each in a fresh namespace of its own: a reader may copy any one block alone, so
 each block imports and sets up what it uses. A block marked
@@ -53,6 +54,9 @@ READMES = {README: "Install", README_ZH: "安装"}
 #: The documentation site's pages, and the page that lists every install.
 DOCS = ROOT / "docs"
 INSTALL_PAGE = DOCS / "install.md"
+#: The Chinese user guide, a page for each page of the English one, and its Install page.
+ZH_DOCS = DOCS / "zh"
+ZH_INSTALL_PAGE = ZH_DOCS / "install.md"
 RUNNER = Path(__file__).resolve().parent / "readme_runner.py"
 OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer = str.split\n"
 
@@ -65,6 +69,11 @@ OFFLINE_TOKENIZER = "import llama_index.core\nllama_index.core.global_tokenizer 
 def doc_pages() -> list[Path]:
     """Every page of the documentation site, in path order."""
     return sorted(DOCS.rglob("*.md"))
+
+
+def install_page(page: Path) -> Path:
+    """The Install page a reader of ``page`` is pointed to: the Chinese one for a Chinese page."""
+    return ZH_INSTALL_PAGE if page.is_relative_to(ZH_DOCS) else INSTALL_PAGE
 
 
 def label(readme: Path) -> str:
@@ -91,6 +100,11 @@ class Block:
         self.readme, self.continues, self.before = readme, continues, before
 
 
+def heading(text: str) -> str:
+    """A heading's words, without the ``{#anchor}`` the Chinese pages give it (the English slug)."""
+    return re.sub(r"\s*\{#[^}]*\}\s*$", "", text).strip()
+
+
 def read_blocks(readme: Path = README) -> list[Block]:
     blocks, section, tag, continues, start = [], "", None, False, 0
     lines = readme.read_text(encoding="utf-8").splitlines()
@@ -98,7 +112,7 @@ def read_blocks(readme: Path = README) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         if line.startswith("## "):
-            section = line[3:].strip()
+            section = heading(line[3:])
         match = re.fullmatch(r"<!-- requires: (.+?) -->", line.strip())
         if line.strip() == CONTINUES:
             continues, tag = True, None
@@ -149,16 +163,16 @@ def groups() -> dict[str, list[Block]]:
 def installs_shown(section: str, readme: Path = README) -> list[set[str]]:
     """The ``pip install`` commands a reader sees in ``section`` and under Install.
 
-    For a page of the site: in ``section``, at the top of the page, and on the Install page.
+    For a page of the site: in ``section``, at the top of the page, and on its Install page.
     """
     text = readme.read_text(encoding="utf-8")
     parts = re.split(r"^## (.+)$", text, flags=re.M)
-    bodies = dict(zip(parts[1::2], parts[2::2]))
+    bodies = dict(zip(map(heading, parts[1::2]), parts[2::2]))
     if readme in READMES:
         shown = bodies.get(section, "") + bodies.get(READMES[readme], "")
     else:
         shown = (parts[0] + (bodies.get(section, "") if section else "")
-                 + INSTALL_PAGE.read_text(encoding="utf-8"))
+                 + install_page(readme).read_text(encoding="utf-8"))
     return [set(command.replace("'", "").split())
             for command in re.findall(r"pip install ([^`\n#]+)", shown)]
 
@@ -260,7 +274,7 @@ def test_every_python_block_names_the_install_it_needs_and_the_reader_sees_it():
 def test_every_docs_block_names_the_install_it_needs_and_the_reader_sees_it():
     pages = {label(page): read_blocks(page) for page in doc_pages()}
     with_examples = {name for name, blocks in pages.items() if blocks}
-    assert with_examples >= {f"docs/guide/{name}.md" for name in (
+    assert with_examples >= {f"docs/{lang}guide/{name}.md" for lang in ("", "zh/") for name in (
         "core", "living-store", "langchain", "llamaindex", "langgraph", "vector-stores",
         "tenancy", "hybrid-scoring", "multilingual", "planning")}
     for name, blocks in pages.items():
@@ -268,13 +282,13 @@ def test_every_docs_block_names_the_install_it_needs_and_the_reader_sees_it():
             assert block.requires, f"{name} line {block.line}: no <!-- requires: ... --> tag"
             assert set(block.requires.split()) in installs_shown(block.section, block.readme), (
                 f"{name} line {block.line} needs `pip install {block.requires}`, which neither"
-                f" its section '{block.section}', the top of its page nor {label(INSTALL_PAGE)}"
-                " shows")
+                f" its section '{block.section}', the top of its page nor"
+                f" {label(install_page(block.readme))} shows")
 
 
-def test_the_chinese_readme_has_the_quickstart_and_both_adapters_tagged_and_shown():
+def test_the_chinese_readme_has_the_quickstart_and_the_adapters_tagged_and_shown():
     blocks = read_blocks(README_ZH)
-    assert {b.section for b in blocks} == {"核心快速上手", "LangChain", "LlamaIndex"}
+    assert {b.section for b in blocks} == {"核心快速上手", "LangChain", "LlamaIndex", "LangGraph"}
     for block in blocks:
         assert block.requires, f"README.zh-CN.md line {block.line}: no requires tag"
         assert set(block.requires.split()) in installs_shown(block.section, README_ZH), (
@@ -347,7 +361,7 @@ def test_the_closure_of_an_extra_holds_its_framework_and_not_the_others():
     assert "numpy" in closure({"poolsplit[llamaindex]"})
 
 
-@pytest.mark.parametrize("group", list(groups()))
+@pytest.mark.parametrize("group", list(groups()), ids=str)  # a long id stays readable
 def test_readme_examples_run_after_their_install_and_print_what_they_say(group):
     blocks = groups()[group]
     requires = blocks[0].requires
@@ -405,15 +419,15 @@ USER_EXTRAS = ("langchain", "llamaindex", "langgraph", "postgres", "vectors", "f
 
 
 def install_section(readme: Path) -> str:
-    """A README's install section, or the whole Install page of the site."""
+    """A README's install section, or the whole Install page of the site (English or Chinese)."""
     text = readme.read_text(encoding="utf-8")
-    if readme == INSTALL_PAGE:
+    if readme in (INSTALL_PAGE, ZH_INSTALL_PAGE):
         return text
     parts = re.split(r"^## (.+)$", text, flags=re.M)
     return dict(zip(parts[1::2], parts[2::2]))[READMES[readme]]
 
 
-@pytest.mark.parametrize("readme", [README, README_ZH, INSTALL_PAGE], ids=label)
+@pytest.mark.parametrize("readme", [README, README_ZH, INSTALL_PAGE, ZH_INSTALL_PAGE], ids=label)
 def test_every_install_section_lists_each_user_extra_and_the_clone_install(readme):
     section = install_section(readme)
     assert set(USER_EXTRAS) <= set(own_extras()), "an extra this test names was removed"
@@ -421,7 +435,7 @@ def test_every_install_section_lists_each_user_extra_and_the_clone_install(readm
         assert f"pip install 'poolsplit[{extra}]'" in section, f"{label(readme)}: no [{extra}]"
     assert "pip install '.[langchain]'" in section
     # The in-memory LangChain vector store needs numpy, not the PostgreSQL extra.
-    assert "pip install 'poolsplit[langchain,fast]'" in section + INSTALL_PAGE.read_text(
+    assert "pip install 'poolsplit[langchain,fast]'" in section + install_page(readme).read_text(
         encoding="utf-8")
     assert "numpy" in closure({"poolsplit[langchain,fast]"})
     # [notebooks] is the three framework extras and more, not "both" frameworks.
@@ -429,8 +443,9 @@ def test_every_install_section_lists_each_user_extra_and_the_clone_install(readm
     assert "both, plus" not in section and "以上两者" not in section
 
 
-def test_the_install_page_describes_every_user_extra_in_its_table():
-    rows = {m.group(1) for m in re.finditer(r"^\| `([\w-]+)` \|", INSTALL_PAGE.read_text(
+@pytest.mark.parametrize("page", [INSTALL_PAGE, ZH_INSTALL_PAGE], ids=label)
+def test_the_install_page_describes_every_user_extra_in_its_table(page):
+    rows = {m.group(1) for m in re.finditer(r"^\| `([\w-]+)` \|", page.read_text(
         encoding="utf-8"), flags=re.M)}
     assert rows == {*USER_EXTRAS, "notebooks-kernel"}
 
