@@ -463,35 +463,26 @@ class VectorQuery(prepared._PreparedQuery):
         return self._scores
 
     def _recency(self, c: _Columns) -> Any:
-        """Each row's recency: ``_recency`` on a column (per type with make_scorer's options)."""
-        index, options, now_us = self.index, self.query.options, self.now_us
-        evergreen = horizons = None
-        if options is not None and (options._frozen or options._horizons):
-            evergreen = np.array([t in options._frozen for t in index.types] or [False])
-            horizons = np.array([options._horizons.get(t, core._DECAY_DAYS)
-                                 for t in index.types] or [core._DECAY_DAYS], np.float64)
-            if evergreen.all():
-                return 1.0
+        """Each row's recency: the core's ``_recency_at`` on a column, over each type's horizon."""
+        index, query, now_us = self.index, self.query, self.now_us
+        horizon: Any = core._DECAY_DAYS
+        if query.options is not None:
+            horizons = [query.options._horizon(t) for t in index.types]
+            if any(days != core._DECAY_DAYS for days in horizons):
+                horizon = np.array(horizons, np.float64)[c["type"]]
         dated = c["dated"]
         age_us = now_us - c["created"]
-        if index.newest is not None and index.newest > now_us:  # a future time counts as age 0
-            age_us = np.maximum(0, age_us)
         if not dated.all():
             age_us[~dated] = 0  # undated counts as age 0
-        horizon: Any = core._DECAY_DAYS if horizons is None else horizons[c["type"]]
-        recency = np.maximum(core._RECENCY_FLOOR, _arithmetic._decay(age_us, horizon))
+        recency = _arithmetic._recency_at(age_us, horizon, np.maximum)
         if index.oldest is not None and not (now_us - index.oldest < _EXACT_DAYS
                                              and cast(int, index.newest) - now_us < _EXACT_DAYS):
             # An age of 2**53 microseconds (285 years) or more is not exact as a
             # float64: those rows take the scalar function, exactly.
             far = np.flatnonzero(dated & (np.abs(now_us - c["created"]) >= _EXACT_DAYS))
             for row in far.tolist():
-                entry_type = index.types[c["type"][row]]
-                recency[row] = (core._recency(int(c["created"][row]), now_us) if options is None
-                                else options._recency(entry_type, int(c["created"][row]),
-                                                      now_us))
-        if evergreen is not None and evergreen.any():
-            recency = np.where(evergreen[c["type"]], 1.0, recency)
+                recency[row] = core._recency_of(query, index.types[c["type"][row]],
+                                                int(c["created"][row]), now_us)
         return recency
 
     def _project_table(self) -> np.ndarray:

@@ -62,6 +62,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 from itertools import chain, repeat
 from types import MappingProxyType
 from typing import (
@@ -334,9 +335,10 @@ def _entry_score(base: float, recency: float, tags: Collection[str], project: An
 
 
 def _recency_of(query: _Query, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
-    """An entry's recency factor: :func:`_recency`, or the query's options' one for its type."""
-    return (_recency(created_us, now_us) if query.options is None else
-            query.options._recency(entry_type, created_us, now_us))
+    """An entry's recency factor: :func:`_recency` over its type's horizon at this query."""
+    if query.options is None:
+        return _recency(created_us, now_us)
+    return _recency(created_us, now_us, query.options._horizon(entry_type))
 
 
 def _score(base: float, recency: float, tags: float, project: float, message: float) -> float:
@@ -383,10 +385,19 @@ def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> flo
 
     The age is taken at ``now`` in fractional days; undated or future counts
     as 0 days. Times are integer microseconds since the epoch:
-    ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``.
+    ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``. An
+    infinite horizon (an evergreen type) gives 1.0 at every age.
     """
-    age_us = 0 if created_us is None else max(0, now_us - created_us)
-    return max(_RECENCY_FLOOR, _decay(age_us, horizon))
+    return cast(float, _recency_at(0 if created_us is None else now_us - created_us, horizon))
+
+
+def _recency_at(age_us: Any, horizon: Any, maximum: Callable[..., Any] = max) -> Any:
+    """Recency at an age in microseconds, a negative one (a future time) counting as 0.
+
+    Plain numbers here; whole columns in the numpy engine, which passes
+    ``numpy.maximum`` as ``maximum``: the same operations, in the same order.
+    """
+    return maximum(_RECENCY_FLOOR, _decay(maximum(0, age_us), horizon))
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
@@ -756,7 +767,7 @@ class ConfiguredScorer:
     Base, tags and project are the default scorer's factors.
     """
 
-    __slots__ = ("_frozen", "_horizons", "decay_days", "evergreen", "relevance",
+    __slots__ = ("_horizons", "decay_days", "evergreen", "relevance",
                  "similarity_weight", "words")
     #: The option names, in the order ``repr`` and ``to_data`` list them.
     OPTIONS: Tuple[str, ...] = ("words", "relevance", "similarity_weight", "evergreen",
@@ -807,8 +818,9 @@ class ConfiguredScorer:
             horizons.append((entry_type, _check_number(days, f"decay_days[{entry_type!r}]",
                                                        positive=True)))
         self.decay_days: Tuple[Tuple[str, float], ...] = tuple(sorted(horizons))
-        self._horizons: Dict[str, float] = dict(horizons)
-        self._frozen: FrozenSet[str] = frozenset(self.evergreen)
+        # Each type's horizon: an evergreen type's is infinite (its recency is 1.0 at any age).
+        self._horizons: Dict[str, float] = {**dict(horizons),
+                                            **dict.fromkeys(self.evergreen, math.inf)}
 
     def __call__(self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]] = None,
                  *, now: Optional[datetime] = None) -> float:
@@ -821,15 +833,11 @@ class ConfiguredScorer:
         """True when the score reads an entry's ``similarity``."""
         return self.relevance != "words"
 
-    def _recency(self, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
-        """The recency factor of an entry of ``entry_type`` (at most 1.0, at age 0)."""
-        if not self._frozen and not self._horizons:
-            return _recency(created_us, now_us)
-        if entry_type in self._frozen if _hashable(entry_type) else False:
-            return 1.0
-        horizon = self._horizons.get(entry_type, _DECAY_DAYS) if _hashable(entry_type) else (
-            _DECAY_DAYS)
-        return _recency(created_us, now_us, horizon)
+    def _horizon(self, entry_type: Any) -> float:
+        """The decay horizon of ``entry_type`` in days: infinite for an evergreen type."""
+        if not _hashable(entry_type):
+            return _DECAY_DAYS
+        return self._horizons.get(entry_type, _DECAY_DAYS)
 
     def _similarity(self, value: Any, label: str) -> float:
         """The similarity factor: ``1 + weight * clamp(similarity, 0, 1)``, 1.0 without one."""
@@ -1494,12 +1502,10 @@ class _Call:
 
     def _partial(self, entry: Mapping[str, Any], label: str) -> float:
         tags = _tag_set(entry.get("tags"), f"{label}: tags")
-        created_us = _time_us_kept(entry.get("created"))
-        options = self.query.options
-        recency = (_recency(created_us, self.now_us) if options is None else
-                   options._recency(entry.get("type", "note"), created_us, self.now_us))
-        return _score(_base_priority(entry, label), recency, _tag_factor(tags, self.query),
-                      _project_factor(entry.get("project"), self.query), 1.0)
+        recency = _recency_of(self.query, entry.get("type", "note"),
+                              _time_us_kept(entry.get("created")), self.now_us)
+        return _entry_score(_base_priority(entry, label), recency, tags, entry.get("project"),
+                            1.0, self.query)
 
     def score(self, i: int) -> Any:
         if i not in self.scores:
@@ -1797,24 +1803,14 @@ def _time_us(value: Any) -> Optional[int]:
     return seconds * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
 
 
-#: The times read from text, by text: a store's entries are read again on every
-#: stateless call, and their ``created`` strings are the same from call to call.
-_TIMES_READ: Dict[str, Optional[int]] = {}
-_TIMES_KEPT = 1 << 16
-_UNREAD: Any = object()
+# A store's entries are read again on every stateless call, and their ``created``
+# strings are the same from call to call: the times of the last 65,536 texts read.
+_time_text_us = lru_cache(maxsize=1 << 16)(_time_us)
 
 
 def _time_us_kept(value: Any) -> Optional[int]:
-    """:func:`_time_us`, kept by text for the next call (up to 65,536 texts, then cleared)."""
-    if type(value) is not str:
-        return _time_us(value)
-    # one lookup (not a test, then a read: another call may clear between the two)
-    created_us = _TIMES_READ.get(value, _UNREAD)
-    if created_us is _UNREAD:
-        if len(_TIMES_READ) >= _TIMES_KEPT:
-            _TIMES_READ.clear()
-        created_us = _TIMES_READ[value] = _time_us(value)
-    return cast(Optional[int], created_us)
+    """:func:`_time_us`, remembered by text."""
+    return _time_text_us(value) if type(value) is str else _time_us(value)
 
 
 def _sort_text(entry: Mapping[str, Any], key: str) -> str:
