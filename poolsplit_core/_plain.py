@@ -13,10 +13,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from poolsplit_core.poolsplit import Pool
+from poolsplit_core.poolsplit import _POOL_KEYS, Pool, _read_pool
 
 __all__ = ["ENTRY_KEYS", "POOL_KEYS", "pool_from_data", "pool_to_data"]
 
@@ -26,7 +25,7 @@ ENTRY_KEYS = (
     "tags", "project", "status", "superseded_by",
 )
 #: The keys of a pool as plain data; ``types`` may be left out (every type).
-POOL_KEYS = ("name", "max_tokens", "max_entries", "types")
+POOL_KEYS = _POOL_KEYS
 
 
 def pool_to_data(pool: Pool) -> dict[str, Any]:
@@ -42,6 +41,10 @@ def pool_to_data(pool: Pool) -> dict[str, Any]:
 def pool_from_data(data: Any, where: str = "pool") -> Pool:
     """The :class:`~poolsplit_core.poolsplit.Pool` a plain dict describes.
 
+    The core's one reading of a pool given as a mapping (what every
+    component's ``pools=`` accepts too), so a pools file and a pool list
+    cannot differ.
+
     Args:
         data: a mapping with ``name``, ``max_tokens``, ``max_entries`` and,
             optionally, ``types`` (a list of str, or None for every type).
@@ -55,26 +58,4 @@ def pool_from_data(data: Any, where: str = "pool") -> Pool:
             or None, or a limit is not an int.
         ValueError: a key is missing or unknown, or a limit is negative.
     """
-    if not isinstance(data, Mapping):
-        raise TypeError(
-            f"{where} must be a Pool or a mapping with the keys {', '.join(POOL_KEYS)},"
-            f" got {type(data).__name__}"
-        )
-    missing = [key for key in POOL_KEYS[:3] if key not in data]
-    if missing:
-        raise ValueError(f"{where} lacks {', '.join(missing)}; a pool has {', '.join(POOL_KEYS)}")
-    unknown = sorted(str(key) for key in data if key not in POOL_KEYS)
-    if unknown:
-        raise ValueError(
-            f"{where} has unknown key(s) {', '.join(unknown)}; a pool has {', '.join(POOL_KEYS)}"
-        )
-    types = data.get("types")
-    if types is not None and not (
-        isinstance(types, (list, tuple)) and all(isinstance(t, str) for t in types)
-    ):
-        raise TypeError(f"{where}: types must be a list of strings or null, got {types!r}")
-    try:
-        return Pool(data["name"], data["max_tokens"], data["max_entries"],
-                    None if types is None else tuple(types))
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{where}: {exc}") from None
+    return _read_pool(data, where)

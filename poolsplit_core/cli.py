@@ -139,6 +139,7 @@ from poolsplit_core.poolsplit import (
     Scorer,
     TokenCounter,
     __version__,
+    _check_context_keys,
     cjk_token_counter,
     default_scorer,
     default_token_counter,
@@ -925,7 +926,6 @@ def _short(value: Any, columns: int) -> str:
 
 #: How many queries ``coverage`` and ``plan`` draw from the store without ``--queries``.
 DEFAULT_SAMPLE = 40
-_QUERY_KEYS = ("message", "project", "tags")
 
 
 def load_queries(path: str) -> list[dict[str, Any]]:
@@ -965,10 +965,10 @@ def load_queries(path: str) -> list[dict[str, Any]]:
 def _query(where: str, item: Any) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise UsageError(f"{where}: a query must be a JSON object, got {_json_type(item)}")
-    unknown = sorted(str(key) for key in item if key not in _QUERY_KEYS)
-    if unknown:
-        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)};"
-                         f" a query has {', '.join(_QUERY_KEYS)}")
+    try:  # the core's rule, and its message: the default scorer reads three keys
+        _check_context_keys(item)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
     message, project, tags = item.get("message", ""), item.get("project"), item.get("tags", [])
     if not isinstance(message, str):
         raise UsageError(f"{where}: message must be a string, got {_json_type(message)}")

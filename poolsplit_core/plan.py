@@ -55,6 +55,7 @@ from poolsplit_core.poolsplit import (
     Pool,
     Scorer,
     TokenCounter,
+    _read_pool,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -353,9 +354,7 @@ def pools_to_json(pools: Iterable[Pool]) -> str:
     True
     """
     listed = list(pools)
-    for i, pool in enumerate(listed):
-        if not isinstance(pool, Pool):
-            raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
+    listed = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(listed)]
     data = [pool_to_data(pool) for pool in listed]
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
@@ -605,9 +604,7 @@ def coverage(
     as uncovered, not as absent.
     """
     checked_pools = list(pools)
-    for i, pool in enumerate(checked_pools):
-        if not isinstance(pool, Pool):
-            raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
+    checked_pools = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(checked_pools)]
     listed = _check_queries(queries)
     sample = _Sample(store, listed, _check_depth(depth), now, scorer, token_counter,
                      is_active)
@@ -638,9 +635,7 @@ def best_entry_coverage(
     through the prepared store's walk, not explained entry by entry.
     """
     checked = list(pools)
-    for i, pool in enumerate(checked):
-        if not isinstance(pool, Pool):
-            raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
+    checked = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(checked)]
     listed = _check_queries(queries)
     sample = _Sample(store, listed, _check_depth(depth), now, scorer, token_counter,
                      is_active)

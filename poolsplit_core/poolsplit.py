@@ -231,7 +231,7 @@ def default_scorer(
     There is no access-count or frequency term: ranking never depends on what
     was retrieved before. ``now=None`` means the current UTC time.
     """
-    query = _Query.from_context(context)
+    query = _Query.from_context(context, None, _PLAIN)
     return _default_score(entry, query, _utc_now(now), _label(entry, None))
 
 
@@ -279,6 +279,8 @@ class _Query:
                      reader: Optional[WordReader] = None,
                      options: Optional[ConfiguredScorer] = None) -> _Query:
         query = cls._read(context, reader)
+        if options is not None and context:  # the default score: it reads three keys
+            _check_context_keys(context)
         if options is not None and (options.relevance != "words" or options.evergreen
                                     or options.decay_days):
             query.options = options
@@ -1857,15 +1859,71 @@ def _check_pools(pools: Any) -> List[Pool]:
         raise TypeError("pools must be a sequence of Pool, got a single Pool; wrap it: [pool]")
     if isinstance(pools, (str, bytes, Mapping)) or not isinstance(pools, Iterable):
         raise TypeError(f"pools must be a sequence of Pool, got {type(pools).__name__}")
-    checked = list(pools)
+    checked = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(pools)]
     seen = set()
-    for i, pool in enumerate(checked):
-        if not isinstance(pool, Pool):
-            raise TypeError(f"pools[{i}] must be a Pool, got {type(pool).__name__}")
+    for pool in checked:
         if pool.name in seen:
             raise ValueError(f"pool names must be unique, got {pool.name!r} twice")
         seen.add(pool.name)
     return checked
+
+
+#: The keys of a pool given as a mapping: :class:`Pool`'s fields (``types`` optional).
+_POOL_KEYS = ("name", "max_tokens", "max_entries", "types")
+
+
+def _read_pool(pool: Any, where: str = "pool") -> Pool:
+    """``pool`` as a :class:`Pool`: a Pool, or a mapping with exactly Pool's fields.
+
+    The one reading of a pool given as data (every component, the command
+    line's pools files): an unknown or missing key is a ValueError naming
+    ``where`` (e.g. ``"pools[0]"``) and the key; the values are Pool's own.
+    """
+    if isinstance(pool, Pool):
+        return pool
+    keys = ", ".join(_POOL_KEYS)
+    if not isinstance(pool, Mapping):
+        raise TypeError(f"{where} must be a Pool or a mapping with the keys {keys},"
+                        f" got {type(pool).__name__}")
+    unknown = [key for key in pool if key not in _POOL_KEYS]
+    if unknown:
+        raise ValueError(f"{where} has unknown key(s) {', '.join(map(str, unknown))}"
+                         f"{_did_you_mean(unknown[0], _POOL_KEYS)}; a pool has {keys}")
+    missing = [key for key in _POOL_KEYS[:3] if key not in pool]
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(missing)}; a pool has {keys}")
+    try:
+        return Pool(pool["name"], pool["max_tokens"], pool["max_entries"], pool.get("types"))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+
+
+#: The context keys the default score reads (:func:`default_scorer`, :func:`make_scorer`).
+_CONTEXT_KEYS = ("message", "project", "tags")
+
+
+def _check_context_keys(context: Mapping[str, Any]) -> None:
+    """Refuse a context key the default score does not read: a typo is never ignored.
+
+    A custom scorer gets the context as given, every key; this check is for
+    the default score only (``_options_of(scorer) is not None``).
+    """
+    for key in context:
+        if key not in _CONTEXT_KEYS:
+            raise ValueError(
+                f"context has an unknown key {key!r}{_did_you_mean(key, _CONTEXT_KEYS)}:"
+                " the default scorer reads 'message', 'project' and 'tags';"
+                " a custom scorer gets every key")
+
+
+def _did_you_mean(key: Any, known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the known name closest to ``key``, else ``""``."""
+    if not isinstance(key, str):
+        return ""
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _check_types(name: str, types: Any) -> Optional[Tuple[str, ...]]:

@@ -36,6 +36,7 @@ from poolsplit_integrations._options import (
     CALLABLE_DEFAULTS,
     OPTION_CHECKS,
     Options,
+    check_context,
     check_option,
     refuse_unknown_fields,
 )
@@ -59,6 +60,12 @@ class _OptionsBehaviour(BaseModel):
     @classmethod
     def _refuse_unknown_arguments(cls, data: Any) -> Any:
         return refuse_unknown_fields(cls, data)
+
+    @model_validator(mode="after")
+    def _check_context(self) -> Any:
+        """A default context the scorer would refuse is refused here, at construction."""
+        check_context(getattr(self, "context", None), getattr(self, "scorer", None))
+        return self
 
     @field_validator(*OPTION_CHECKS, mode="before", check_fields=False)
     @classmethod

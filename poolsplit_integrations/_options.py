@@ -25,11 +25,13 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from poolsplit_core._plain import pool_from_data, pool_to_data
+from poolsplit_core._plain import pool_to_data
 from poolsplit_core.poolsplit import (
     Pool,
+    _check_context_keys,
     _check_limit,
     _check_pools,
+    _options_of,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -39,9 +41,9 @@ from poolsplit_integrations._tenancy import check_filter, check_required_keys
 
 __all__ = [
     "ALWAYS_POOL", "CALLABLE_DEFAULTS", "CONTEXT_KWARGS", "OPTION_CHECKS", "OPTION_NAMES",
-    "Options", "check_k", "check_max_always_tokens", "check_option", "check_pools_arg",
-    "check_strict", "model_arguments", "refuse_unknown", "refuse_unknown_fields",
-    "scorer_from_data",
+    "Options", "check_context", "check_k", "check_max_always_tokens", "check_option",
+    "check_pools_arg", "check_strict", "model_arguments", "refuse_unknown",
+    "refuse_unknown_fields", "scorer_from_data",
 ]
 
 #: The pool under which every active always-scope entry that no pool's types
@@ -74,15 +76,13 @@ def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
     """Validate an adapter's pool list at construction: non-empty, unique names.
 
     A pool may be given as plain data (``{"name", "max_tokens", "max_entries",
-    "types"}``, as serialised), so a component rebuilt from its dict gets Pools.
+    "types"}``, as serialised), read by the core's one rule, so a component
+    rebuilt from its dict gets Pools, and the core and the adapters cannot differ.
 
     >>> check_pools_arg([{"name": "all", "max_tokens": 10, "max_entries": 2}])
     [Pool(name='all', max_tokens=10, max_entries=2, types=None)]
     """
-    if isinstance(pools, (list, tuple)):
-        pools = [pool_from_data(pool, f"pools[{i}]") if isinstance(pool, Mapping) else pool
-                 for i, pool in enumerate(pools)]
-    checked = _check_pools(pools)
+    checked = _check_pools(pools)  # the core's rule: a Pool, or a mapping of Pool's fields
     for pool in checked:
         if pool.name == ALWAYS_POOL:
             raise ValueError(
@@ -102,6 +102,22 @@ def check_strict(value: Any) -> bool:
 def check_max_always_tokens(value: Any) -> int | None:
     """Validate ``max_always_tokens``: None, or an int >= 0 -- the core's own check, early."""
     return _check_limit(value)
+
+
+def check_context(context: Any, scorer: Any) -> None:
+    """Refuse, early, a default context the core would refuse: the core's own rule.
+
+    With the default score (``default_scorer``, a ``make_scorer`` scorer) a
+    key other than ``message``, ``project`` and ``tags`` is a ValueError
+    naming it; a custom scorer gets every key.
+
+    >>> check_context({"projcet": "atlas"}, default_scorer)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: context has an unknown key 'projcet' (did you mean 'project'?): ...
+    """
+    if isinstance(context, Mapping) and _options_of(scorer) is not None:
+        _check_context_keys(context)
 
 
 def scorer_from_data(value: Any) -> Any:
@@ -168,7 +184,7 @@ class Options:
     k: int | None = field(default=None, metadata=_option(
         "Fair cap on contextual entries across pools; never cuts always-scope."))
     context: dict[str, Any] | None = field(default=None, metadata=_option(
-        "Default retrieval context (project, tags, custom keys)."))
+        "Default retrieval context (project, tags; other keys for a custom scorer only)."))
     scorer: Callable[..., float] = field(default=default_scorer, metadata=_option(
         "scorer(entry, context, now=now) -> float."))
     token_counter: Callable[[str], int] = field(default=default_token_counter, metadata=_option(
@@ -195,6 +211,7 @@ class Options:
             object.__setattr__(self, name, check(getattr(self, name)))
         if self.context is not None:
             object.__setattr__(self, "context", dict(self.context))
+        check_context(self.context, self.scorer)
 
     @classmethod
     def of(cls, component: Any) -> Options:

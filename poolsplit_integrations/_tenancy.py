@@ -4,7 +4,8 @@ Shared by every adapter component and LangGraph's store. A filter is
 equality on every key (a memory lacking the key does not match), applied
 before pool-split to every entry, corrections included. Filters combine by
 AND (:func:`narrow`): a different value for a key already set is refused,
-never a silent widening to another tenant. A call whose filter lacks a
+never a silent widening to another tenant. Every filter is checked by one
+function (:func:`check_filter`), whatever component it is given to. A call whose filter lacks a
 required key, or gives it no value, is refused (:func:`refuse_unbound`:
 fail closed), and a ``user_id`` must name one user (:func:`check_user`).
 
@@ -143,7 +144,20 @@ def config_filter(configurable: Mapping[str, Any] | None,
 
 
 def check_filter(filter: Any) -> dict[str, Any] | None:
-    """Validate a filter: None, or a mapping with str keys (copied)."""
+    """Validate a filter: None, or a mapping with str keys (copied); a user names one user.
+
+    The one check of every filter -- a component's, ``with_filter``'s, a
+    call's ``filter=``, a LangGraph store read's -- so no two components
+    differ: anything but a mapping (or None) is a TypeError, and so is a key
+    that is not a str; a ``user_id`` that names nobody (:func:`check_user`)
+    is a ValueError. Values are compared by equality (a list value matches an
+    equal list); ``{}`` narrows nothing.
+
+    >>> check_filter({"user_id": ""})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: filter: user_id must be a non-empty string naming one user, got '' ...
+    """
     if filter is None:
         return None
     if not isinstance(filter, Mapping):
@@ -151,6 +165,8 @@ def check_filter(filter: Any) -> dict[str, Any] | None:
     for key in filter:
         if not isinstance(key, str):
             raise TypeError(f"filter keys must be str, got {key!r}")
+    if USER_KEY in filter:
+        check_user(filter[USER_KEY], "filter")
     return dict(filter)
 
 

@@ -125,9 +125,8 @@ from poolsplit_integrations._select import assemble, build_context
 from poolsplit_integrations._tenancy import (
     USER_KEY,
     carries_user,
-    check_filter,
     check_required_keys,
-    check_user,
+    narrow,
     refuse_unbound,
 )
 
@@ -784,15 +783,9 @@ class PoolSplitStore(BaseStore):
         A ``user_id`` in it must name a user, and the user the namespace
         template named if there is one: a filter only narrows.
         """
-        asked = check_filter(filter)
-        if asked is not None and USER_KEY in asked:
-            user = check_user(asked[USER_KEY], f"namespace {prefix!r}: filter")
-            if bound is not None and user != bound:
-                raise ValueError(
-                    f"namespace {prefix!r} is {USER_KEY}={bound!r}'s (its template names the"
-                    f" user); a filter cannot change it to {user!r} (filters only narrow)"
-                )
-        return asked
+        # the adapters' one rule (_tenancy.narrow): checked, and it can only narrow
+        return narrow(None if bound is None else {USER_KEY: bound}, filter,
+                      owner=f"namespace {prefix!r}")
 
     def _tenancy(
         self, prefix: tuple[str, ...], read: _Read, asked: dict[str, Any] | None,

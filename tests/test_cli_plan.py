@@ -123,7 +123,8 @@ def test_bad_input_is_one_line_and_exit_2(case, capsys):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"message": "hi"}\n{"msg": "typo"}\n', "line 2: unknown key(s) msg"),
+    ('{"message": "hi"}\n{"msg": "typo"}\n',
+     "line 2: context has an unknown key 'msg' (did you mean 'message'?)"),
     ('{"message": "hi"}\nnot json\n', "line 2: invalid JSON"),
     ('["a list"]\n', "query 0: a query must be a JSON object, got a string"),
     ('{"message": 3}\n', "line 1: message must be a string, got a number"),

@@ -455,8 +455,10 @@ def test_a_total_entry_cap_below_one_per_type_is_refused_naming_the_types():
 def test_coverage_refuses_a_pool_that_is_not_a_pool_and_mutates_nothing():
     store = [{"id": "t", "type": "task", "tags": ["db"]}]
     before = json.dumps(store)
-    with pytest.raises(TypeError, match=r"pools\[0\] must be a Pool, got dict"):
-        coverage(store, [{"name": "x"}], [None])
+    with pytest.raises(TypeError, match=r"pools\[0\] must be a Pool or a mapping .*, got str"):
+        coverage(store, ["x"], [None])
+    with pytest.raises(ValueError, match=r"pools\[0\] lacks max_tokens, max_entries"):
+        coverage(store, [{"name": "x"}], [None])  # a pool as data: the core's one rule
     coverage(store, [Pool("t", 10, 1)], [{"message": "db", "tags": ["db"]}])
     plan_pools(store, [{"message": "db"}], 10)
     assert json.dumps(store) == before

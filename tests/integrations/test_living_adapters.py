@@ -243,8 +243,8 @@ def test_the_tenant_comes_from_the_runs_configurable() -> None:
     assert lc_ids(retriever.invoke("deploy", config=config, filter={"type": "note"})) == ["bo-n1"]
     with pytest.raises(ValueError, match="bound to user_id='bo'"):
         retriever.invoke("deploy", config=config, filter={"user_id": "ana"})
-    for blank in (None, ""):
-        with pytest.raises(ValueError, match=r"gives no value for \['user_id'\]"):
+    for blank in (None, ""):  # every filter's one check: a user names one user
+        with pytest.raises(ValueError, match="user_id must be a non-empty string naming one"):
             retriever.invoke("deploy", config={"configurable": {"user_id": blank}})
     with pytest.raises(ValueError, match=r"lacks \['user_id'\]"):
         retriever.invoke("deploy", config={"configurable": {"thread_id": "t1"}})
@@ -320,9 +320,12 @@ def test_a_refused_batch_writes_nothing() -> None:
 def test_llamaindex_with_filter_refuses_a_blank_required_key() -> None:
     shared = li.PoolSplitRetriever(nodes=[li_node(e) for e in memories()], pools=POOLS,
                                    require_filter_keys=("user_id",))
-    for blank in (None, "", []):
-        with pytest.raises(ValueError, match=r"gives no value for \['user_id'\]"):
+    for blank in (None, "", []):  # every filter's one check: a user names one user
+        with pytest.raises(ValueError, match="user_id must be a non-empty string naming one"):
             shared.with_filter({"user_id": blank})
+    with pytest.raises(ValueError, match=r"gives no value for \['org'\]"):
+        li.PoolSplitRetriever(nodes=[li_node(e) for e in memories()], pools=POOLS,
+                              require_filter_keys=("org",)).with_filter({"org": ""})
     with pytest.raises(ValueError, match=r"lacks \['user_id'\]"):
         shared.with_filter(None)  # None keeps the filter, which is still unbound
     ana = shared.with_filter({"user_id": "ana"})

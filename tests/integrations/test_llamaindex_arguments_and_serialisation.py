@@ -224,7 +224,7 @@ def test_a_live_store_and_a_base_retriever_are_refused_by_name():
     ({"name": "a", "max_tokens": 1, "max_entries": 1, "typs": ["x"]},
      r"pools\[0\] has unknown key\(s\) typs"),
     ({"name": "a", "max_tokens": 1, "max_entries": 1, "types": "x"},
-     r"pools\[0\]: types must be a list of strings or null, got 'x'"),
+     r"pools\[0\]: Pool 'a': types must be a tuple of str or None, got the str 'x'"),
 ])
 @pytest.mark.parametrize("kind", list(BUILDERS))
 def test_a_pool_given_as_data_is_checked_like_a_pool(kind, pool, match):
