@@ -24,13 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from poolsplit_core.poolsplit import (  # noqa: E402
-    Pool,
-    cjk_token_counter,
-    make_scorer,
-    retrieve_pools,
-    unicode_words,
-)
+from poolsplit_core.multilingual import cjk_token_counter, unicode_words  # noqa: E402
+from poolsplit_core.poolsplit import Pool, make_scorer, retrieve_pools  # noqa: E402
 from poolsplit_core.prepared import _ENGINES, PreparedStore  # noqa: E402
 from tests.reference import ref_retrieve_pools  # noqa: E402
 

@@ -45,7 +45,8 @@ from bench_retrieve import (
     make_queries,
 )
 
-from poolsplit_core.poolsplit import cjk_token_counter, default_scorer, default_token_counter
+from poolsplit_core.multilingual import cjk_token_counter
+from poolsplit_core.poolsplit import default_scorer, default_token_counter
 
 Store = list[dict[str, Any]]
 

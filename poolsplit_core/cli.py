@@ -122,6 +122,7 @@ from poolsplit_core._text import escape, escape_json, plural, shorten, table
 from poolsplit_core.checks import check_entries
 from poolsplit_core.demo import format_report, run_demo
 from poolsplit_core.demo_zh import format_report_zh, run_demo_zh
+from poolsplit_core.multilingual import cjk_token_counter
 from poolsplit_core.plan import (
     coverage,
     format_coverage,
@@ -140,7 +141,6 @@ from poolsplit_core.poolsplit import (
     TokenCounter,
     __version__,
     _check_context_keys,
-    cjk_token_counter,
     default_scorer,
     default_token_counter,
     explain_pools,

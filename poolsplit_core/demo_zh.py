@@ -4,7 +4,7 @@ The experiment of :mod:`poolsplit_core.demo` (one shared budget against
 pool-split, then a burst of fresh entries) on a Chinese personal-agent store
 shipped in ``poolsplit_core/data/sample_store_zh.jsonl``, scored with the
 opt-in Unicode reader (``make_scorer(words=unicode_words)``) and measured
-with :func:`~poolsplit_core.poolsplit.cjk_token_counter`. A third part shows
+with :func:`~poolsplit_core.multilingual.cjk_token_counter`. A third part shows
 what the reader changes: for each query, whether the entry most relevant to
 it loads, with the Unicode reader and with the default ASCII-only one.
 
@@ -31,13 +31,8 @@ from poolsplit_core.demo import (
     prepare,
     read_shipped_store,
 )
-from poolsplit_core.poolsplit import (
-    Scorer,
-    cjk_token_counter,
-    default_scorer,
-    make_scorer,
-    unicode_words,
-)
+from poolsplit_core.multilingual import cjk_token_counter, unicode_words
+from poolsplit_core.poolsplit import Scorer, default_scorer, make_scorer
 from poolsplit_core.prepared import PreparedStore
 
 __all__ = [
@@ -132,7 +127,7 @@ def most_relevant(entries: Sequence[Mapping[str, Any]],
                   query: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The active contextual entries sharing the most of the query's words (ties all kept).
 
-    Words are read with :func:`~poolsplit_core.poolsplit.unicode_words`.
+    Words are read with :func:`~poolsplit_core.multilingual.unicode_words`.
     Empty when no entry shares a word.
     """
     wanted = unicode_words(str(query.get("message") or ""))
@@ -171,7 +166,7 @@ def on_topic_counts(entries: Sequence[Mapping[str, Any]], reader: str) -> dict[s
     """Per type, ``[on topic, loaded]``: pool-split's contextual loads over the queries.
 
     An entry is on topic when its content holds over 15% of the query's words
-    (read with :func:`~poolsplit_core.poolsplit.unicode_words`): the share at
+    (read with :func:`~poolsplit_core.multilingual.unicode_words`): the share at
     which the message factor starts to raise a score.
     """
     store = _prepare(entries, "split", reader)

@@ -59,7 +59,6 @@ import inspect
 import math
 import numbers
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
@@ -102,7 +101,6 @@ __all__ = [
     "Pool",
     "Room",
     "__version__",
-    "cjk_token_counter",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
@@ -111,7 +109,6 @@ __all__ = [
     "make_scorer",
     "retrieve",
     "retrieve_pools",
-    "unicode_words",
 ]
 
 E = TypeVar("E", bound=Mapping[str, Any])
@@ -504,217 +501,18 @@ def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> 
 
 
 # --------------------------------------------------------------------------
-# Beyond English: a Unicode word reader, a CJK token counter, the scorer factory
+# The scorer factory: the default score with options
 # --------------------------------------------------------------------------
 
-# Everything in this section is opt-in: the default scorer, counter and every
-# default path above and below never call it.
-#
-# Han, Hiragana, Katakana and Hangul have no spaces between words, so a run of
-# them is read as its overlapping bigrams (the CJK-bigram analysis of search
-# engines). Their punctuation (U+3000-303F, full-width forms) is read as a
-# separator first, by category.
-_CJK_RANGES = (
-    (0x1100, 0x11FF),  # Hangul Jamo
-    (0x2E80, 0x2FDF),  # CJK and Kangxi radicals
-    (0x3005, 0x3007),  # iteration mark, closing mark, ideographic zero
-    (0x3021, 0x3029),  # Hangzhou numerals
-    (0x3031, 0x3035),  # kana repeat marks
-    (0x3038, 0x303C),
-    (0x3041, 0x30FF),  # Hiragana, Katakana
-    (0x3131, 0x318E),  # Hangul compatibility Jamo
-    (0x31F0, 0x31FF),  # Katakana phonetic extensions
-    (0x3400, 0x4DBF),  # CJK extension A
-    (0x4E00, 0x9FFF),  # CJK unified ideographs
-    (0xA960, 0xA97F),  # Hangul Jamo extended-A
-    (0xAC00, 0xD7FF),  # Hangul syllables, Jamo extended-B
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0xFF66, 0xFFDC),  # half-width Katakana and Hangul
-    (0x1B000, 0x1B16F),  # kana supplement, extended-A, small kana
-    (0x20000, 0x3134F),  # CJK extensions B to G, compatibility supplement
-)
-_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-# What the token counter counts as about one token each: CJK letters, and
-# CJK punctuation and full-width forms.
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}\u3000-\u303f\uff00-\uffef]")
-_CJK_CHARS = re.compile(_CJK_CHAR.pattern + "+")  # runs of them: one match a run, not a char
-_VARIATION_SELECTORS = frozenset(
-    [*range(0x180B, 0x180E), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
-_CJK, _COMMON = "\x00cjk", ""  # the two classes of word characters that are not a script
+_READERS: Dict[str, Optional[WordReader]] = {"ascii": None}
+#: The word readers a scorer's options can name as data (``{"words": "unicode"}``):
+#: "ascii", the default words, and "unicode" once ``multilingual.py`` is imported.
+WORD_READERS: Mapping[str, Optional[WordReader]] = MappingProxyType(_READERS)
 
 
-class _LazyTable(Dict[int, Optional[int]]):
-    """A ``str.translate`` table filled on first sight of each character (C speed after).
-
-    A character ``rule`` accepts becomes ``into`` (None deletes it); the rest stay.
-    """
-
-    def __init__(self, rule: Callable[[str], bool], into: Optional[int]) -> None:
-        super().__init__()
-        self.rule, self.into = rule, into
-
-    def __missing__(self, code: int) -> Optional[int]:
-        self[code] = value = self.into if self.rule(chr(code)) else code
-        return value
-
-
-def _dropped(ch: str) -> bool:
-    """Format characters (zero-width joiners, soft hyphens, ...) and variation selectors."""
-    return unicodedata.category(ch) == "Cf" or ord(ch) in _VARIATION_SELECTORS
-
-
-def _separates(ch: str) -> bool:
-    """Neither a letter, a mark, a decimal digit, nor a CJK character."""
-    category = unicodedata.category(ch)
-    if category[0] in "LM" or category == "Nd":
-        return False
-    return not (category[0] == "N" and _CJK_RUN.fullmatch(ch))
-
-
-_DROPS = _LazyTable(_dropped, None)  # deleted
-_SPACES = _LazyTable(_separates, ord(" "))
-_SCRIPT: Dict[str, str] = {}  # character -> its class: _CJK, _COMMON or a script's name
-
-
-def _script_of(ch: str) -> str:
-    """The class of a word character: CJK, common (marks, digits, modifiers) or its script."""
-    got = _SCRIPT.get(ch)
-    if got is None:
-        category = unicodedata.category(ch)
-        if _CJK_RUN.fullmatch(ch):
-            got = _CJK
-        elif category[0] == "M" or category in ("Nd", "Lm"):
-            got = _COMMON  # joins the run it is in: Devanagari vowel signs stay in their word
-        else:  # a letter: its script is the first word of its name (LATIN, CYRILLIC, ...)
-            got = unicodedata.name(ch, "").split(" ", 1)[0]
-        _SCRIPT[ch] = got
-    return got
-
-
-# Characters the fold leaves as they are, or turns into another separator
-# (full-width punctuation, the ideographic space): a text of only these reads
-# the same words unfolded, and skips the costly fold (most Chinese text).
-_FOLDS_ALIKE = re.compile(
-    "[^\x00-\x40\x5b-\x7f\u2018\u2019\u201c\u201d\u3000-\u3003\u3008-\u3011"
-    "\u3041-\u3096\u30a1-\u30fa\u30fc\u4e00-\u9fff\uac00-\ud7a3"
-    "\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f]")
-
-
-def _fold(text: str) -> str:
-    """NFKC, casefold, NFKC again, after dropping format characters and variation selectors."""
-    text = text.translate(_DROPS)
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-
-
-def unicode_words(text: str) -> FrozenSet[str]:
-    """The words of ``text`` in any script, for stores that are not (only) English.
-
-    >>> sorted(unicode_words("我是中国人"))
-    ['中国', '国人', '我是', '是中']
-    >>> sorted(unicode_words("GitHub备份 of the Straße"))
-    ['github', 'strasse', '备份']
-
-    The text is folded (format characters and variation selectors dropped;
-    NFKC, casefold, NFKC: full-width Latin letters and digits read as ASCII,
-    ``Straße`` reads as ``STRASSE`` does, half-width katakana as full width).
-    Then, split at every character that is not a letter, mark or decimal
-    digit:
-
-    - a run of letters, marks and digits of one alphabetic script is one
-      word, kept when longer than 2 characters and not one of the default
-      scorer's 57 stopwords (marks stay inside their word: Devanagari does
-      not break apart);
-    - a run of Han, Hiragana, Katakana or Hangul gives its overlapping
-      bigrams, or the single character for a run of one;
-    - a run ends where the script changes (``GitHub备份``: ``github``,
-      ``备份``); digits and marks join the alphabetic run they are in.
-
-    Scripts other than CJK that are written without spaces (Thai, Lao,
-    Khmer, Myanmar) need a dictionary to find their words: here a run of
-    them is one word. For ASCII text these are exactly the default scorer's
-    words. Pass it to
-    :func:`make_scorer` (``make_scorer(words=unicode_words)``) to score with
-    it; which characters are letters follows the interpreter's Unicode tables.
-    """
-    if text.isascii():
-        return next(_word_sets([text]))
-    words: Set[str] = set()
-    folded = _fold(text) if _FOLDS_ALIKE.search(text) else text
-    for token in folded.translate(_SPACES).split():
-        if token.isascii():
-            if len(token) > 2 and token not in _STOPWORDS:
-                words.add(token)
-        elif _CJK_RUN.fullmatch(token):
-            _add_bigrams(token, words)
-        else:
-            _read_runs(token, words)
-    return frozenset(words)
-
-
-def _add_bigrams(run: str, words: Set[str]) -> None:
-    if len(run) == 1:
-        words.add(run)
-    else:
-        words.update([run[i:i + 2] for i in range(len(run) - 1)])
-
-
-def _read_runs(token: str, words: Set[str]) -> None:
-    """Split a token of word characters where its script changes, and read each run."""
-    start, script = 0, None  # the current run: where it starts, its script (None: not yet)
-    for at, ch in enumerate(token):
-        kind = _script_of(ch)
-        if kind == _CJK:
-            if script != _CJK:
-                _add_run(token[start:at], script, words)
-                start, script = at, _CJK
-        elif script == _CJK:
-            _add_run(token[start:at], script, words)
-            start, script = at, (None if kind == _COMMON else kind)
-        elif kind != _COMMON:
-            if script is None:
-                script = kind
-            elif kind != script:
-                _add_run(token[start:at], script, words)
-                start, script = at, kind
-    _add_run(token[start:], script, words)
-
-
-def _add_run(run: str, script: Optional[str], words: Set[str]) -> None:
-    if not run:
-        return
-    if script == _CJK:
-        _add_bigrams(run, words)
-    elif len(run) > 2 and run not in _STOPWORDS:
-        words.add(run)
-
-
-def cjk_token_counter(text: str) -> int:
-    """Estimate tokens with CJK characters at about one token each, the rest at ``len // 4``.
-
-    >>> cjk_token_counter("数据库迁移"), cjk_token_counter("x" * 40), cjk_token_counter("")
-    (5, 10, 1)
-    >>> cjk_token_counter("迁移 the invoices table")  # 2 + 19 // 4
-    6
-
-    An estimate, never 0: an LLM tokenizer reads a Chinese, Japanese or
-    Korean character as roughly one token, where :func:`default_token_counter`
-    (a quarter of the length) would count a 400-character Chinese paragraph
-    as 100 and let CJK pools overrun their budgets about threefold. For exact
-    counts plug your model's tokenizer in its place, e.g. with tiktoken::
-
-        enc = tiktoken.get_encoding("cl100k_base")
-        retrieve_pools(store, pools, token_counter=lambda text: len(enc.encode(text)))
-    """
-    if text.isascii():
-        return max(1, len(text) // 4)
-    cjk = sum(map(len, _CJK_CHARS.findall(text)))
-    return max(1, cjk + (len(text) - cjk) // 4)
-
-
-#: The word readers a scorer's options can name as data (``{"words": "unicode"}``).
-WORD_READERS: Mapping[str, Optional[WordReader]] = MappingProxyType(
-    {"ascii": None, "unicode": unicode_words})
+def _name_reader(name: str, reader: WordReader) -> None:
+    """Let scorer options name ``reader`` (a word reader whose output needs no check)."""
+    _READERS[name] = reader
 
 #: What ``relevance=`` can name: which factors measure an entry's relevance to the message.
 RELEVANCES = ("words", "similarity", "both")
@@ -724,12 +522,12 @@ _DECAY_DAYS = 90  # the default scorer's decay horizon
 class ConfiguredScorer:
     """The default score with options: what :func:`make_scorer` returns.
 
-    >>> scorer = make_scorer(words=unicode_words)
+    >>> scorer = make_scorer(evergreen=["correction"])
     >>> scorer
-    ConfiguredScorer(words='unicode')
-    >>> entry = {"content": "数据库迁移今晚完成"}
-    >>> default_scorer(entry, {"message": "数据库迁移"}), scorer(entry, {"message": "数据库迁移"})
-    (5.0, 12.5)
+    ConfiguredScorer(evergreen=['correction'])
+    >>> entry = {"type": "correction", "created": "2020-01-01"}
+    >>> default_scorer(entry), scorer(entry)
+    (1.5, 5.0)
 
     Called like :func:`default_scorer` (``scorer(entry, context, now=now)``).
     Its options are plain attributes, so the prepared paths can read them and
@@ -748,7 +546,8 @@ class ConfiguredScorer:
 
     - ``words``: the word reader of the message factor, ``text -> set of
       str``; ``None`` (or ``"ascii"``) is the default ``[a-z0-9]`` words,
-      ``"unicode"`` is :func:`unicode_words`. A reader that returns anything
+      ``"unicode"`` is ``multilingual.unicode_words`` (words in any script,
+      CJK as bigrams: import ``multilingual``). A reader that returns anything
       but a set of strings is refused, naming the entry.
     - ``relevance``: ``"words"`` (default) keeps the message factor of the
       default scorer and no similarity factor; ``"similarity"`` drops the
@@ -785,7 +584,10 @@ class ConfiguredScorer:
         if isinstance(words, str):
             if words not in WORD_READERS:
                 raise ValueError(f"words must be one of {', '.join(map(repr, WORD_READERS))},"
-                                 f" a callable or None, got {words!r}")
+                                 f" a callable or None, got {words!r}" + (
+                                     "; 'unicode' is multilingual.py's reader: import"
+                                     " multilingual (copy it beside this file)"
+                                     if words == "unicode" else ""))
             words = WORD_READERS[words]
         elif words is not None and not callable(words):
             raise TypeError(f"words must be a word reader (text -> set of str), a name or None,"
@@ -881,8 +683,8 @@ class ConfiguredScorer:
     def to_data(self) -> Dict[str, Any]:
         """The options as JSON-ready data; ``TypeError`` for an option that is unnamed code.
 
-        >>> make_scorer(words="unicode").to_data()
-        {'words': 'unicode'}
+        >>> make_scorer().to_data()
+        {'words': 'ascii'}
         >>> make_scorer(relevance="both", evergreen=["correction"]).to_data()
         {'words': 'ascii', 'relevance': 'both', 'evergreen': ['correction']}
 
@@ -921,8 +723,8 @@ def make_scorer(*, words: Union[str, WordReader, None] = None, relevance: str = 
                 decay_days: Optional[Mapping[str, float]] = None) -> ConfiguredScorer:
     """Build the default scorer with options; with none, it scores as :func:`default_scorer`.
 
-    >>> chinese = make_scorer(words=unicode_words)
-    >>> round(chinese({"content": "周五前完成数据库迁移"}, {"message": "数据库迁移"}), 3)
+    >>> spaced = make_scorer(words=lambda text: frozenset(text.lower().split()))
+    >>> spaced({"content": "Ship v2 on Friday"}, {"message": "ship v2"})
     12.5
     >>> make_scorer()({"content": "x"}, {"message": "x"}) == default_scorer({"content": "x"},
     ...                                                                   {"message": "x"})
@@ -984,7 +786,7 @@ def _options_of(scorer: Any) -> Optional[ConfiguredScorer]:
 def _read_words(reader: WordReader, text: str, label: str) -> AbstractSet[str]:
     """``reader(text)``, checked: a set of str, else a TypeError naming the entry."""
     got = reader(text)
-    if reader is unicode_words:
+    if reader in _READERS.values():  # a named reader: its output is a set of str
         return got
     if not isinstance(got, AbstractSet) or isinstance(got, Mapping):
         raise TypeError(f"{label}: the word reader must return a set of str,"

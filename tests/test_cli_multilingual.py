@@ -26,13 +26,8 @@ from poolsplit_core.demo_zh import (
     load_sample_store_zh,
     most_relevant,
 )
-from poolsplit_core.poolsplit import (
-    cjk_token_counter,
-    default_scorer,
-    make_scorer,
-    retrieve_pools,
-    unicode_words,
-)
+from poolsplit_core.multilingual import cjk_token_counter, unicode_words
+from poolsplit_core.poolsplit import default_scorer, make_scorer, retrieve_pools
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parent.parent

@@ -181,7 +181,7 @@ def test_chinese_demo_shows_the_fair_baseline_too():
         load_sample_store_zh,
         run_demo_zh,
     )
-    from poolsplit_core.poolsplit import cjk_token_counter
+    from poolsplit_core.multilingual import cjk_token_counter
 
     report, store, n = run_demo_zh(burst=20), load_sample_store_zh(), len(DEMO_QUERIES_ZH)
     for reader, scorer in READERS.items():

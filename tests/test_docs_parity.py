@@ -31,6 +31,8 @@ ZH = DOCS / "zh"
 #: The pages of the user guide outside ``guide/``; Performance, Development and the API
 #: reference stay English, and the Chinese pages link to them.
 TOP_PAGES = ("index.md", "install.md", "guarantees.md")
+#: The name of the page the made-up guides below hold (not a page of the repository).
+PAGE = "page"
 ANCHOR = re.compile(r"\s*\{#([^}\s]+)\}\s*$")
 
 
@@ -173,7 +175,7 @@ def guides(tmp_path: Path) -> tuple[Path, Path]:
     english, chinese = tmp_path / "docs", tmp_path / "docs" / "zh"
     (english / "guide").mkdir(parents=True)
     (chinese / "guide").mkdir(parents=True)
-    (english / "guide" / "page.md").write_text(ENGLISH, encoding="utf-8")
+    (english / "guide" / f"{PAGE}.md").write_text(ENGLISH, encoding="utf-8")
     return english, chinese
 
 
@@ -183,43 +185,44 @@ def write(root: Path, page: str, text: str) -> None:
 
 def test_a_faithful_pair_passes(guides):
     english, chinese = guides
-    write(chinese, "guide/page.md", "# 页面\n\n## 第一 {#first}\n\n```python\nprint(1)\n```\n\n"
+    write(chinese, f"guide/{PAGE}.md", "# 页面\n\n## 第一 {#first}\n\n```python\nprint(1)\n```\n\n"
           "### 细节 {#detail}\n\n## 第二 {#second}\n\n```python\nprint(2)\n```\n")
     assert parity_problems(english, chinese) == []
 
 
 def test_a_missing_section_is_reported_by_page_and_heading(guides):
     english, chinese = guides
-    write(chinese, "guide/page.md", "# 页面\n\n## 第一 {#first}\n\n```python\nprint(1)\n```\n\n"
+    write(chinese, f"guide/{PAGE}.md", "# 页面\n\n## 第一 {#first}\n\n```python\nprint(1)\n```\n\n"
           "### 细节 {#detail}\n")
     assert parity_problems(english, chinese) == [
-        "docs/zh/guide/page.md lacks the section '## Second' (#second) of docs/guide/page.md"]
+        f"docs/zh/guide/{PAGE}.md lacks the section '## Second' (#second) of docs/guide/{PAGE}.md"]
 
 
 def test_a_page_in_one_language_only_is_reported(guides):
     english, chinese = guides
-    write(chinese, "guide/extra.md", "# 多余\n")
+    only = "only-here"  # (a page the repository does not hold: named, not cited)
+    write(chinese, f"guide/{only}.md", "# 多余\n")
     assert parity_problems(english, chinese) == [
-        "docs/guide/page.md has no Chinese page docs/zh/guide/page.md",
-        "docs/zh/guide/extra.md has no English user-guide page docs/guide/extra.md"]
+        f"docs/guide/{PAGE}.md has no Chinese page docs/zh/guide/{PAGE}.md",
+        f"docs/zh/guide/{only}.md has no English user-guide page docs/guide/{only}.md"]
 
 
 def test_a_changed_nesting_order_or_example_count_is_reported(guides):
     english, chinese = guides
-    write(chinese, "guide/page.md", "# 页面\n\n```python\nprint(0)\n```\n\n## 第一 {#first}\n\n"
+    write(chinese, f"guide/{PAGE}.md", "# 页面\n\n```python\nprint(0)\n```\n\n## 第一 {#first}\n\n"
           "## 细节 {#detail}\n\n## 第二 {#second}\n\n```python\nprint(2)\n```\n\n## 无名\n")
     assert parity_problems(english, chinese) == [
-        "docs/zh/guide/page.md: heading '## 无名' has no {#anchor} naming its English section",
-        "docs/zh/guide/page.md: the top of the page holds 1 python example(s),"
-        " the top of the page of docs/guide/page.md holds 0",
-        "docs/zh/guide/page.md: '## 第一' holds 0 python example(s),"
-        " '## First' of docs/guide/page.md holds 1",
-        "docs/zh/guide/page.md: section '## 细节' (#detail) is at level 2,"
-        " '### Detail' of docs/guide/page.md at level 3"]
-    write(chinese, "guide/page.md", "# 页面\n\n## 第二 {#second}\n\n```python\nprint(2)\n```\n\n"
+        f"docs/zh/guide/{PAGE}.md: heading '## 无名' has no {{#anchor}} naming its English section",
+        f"docs/zh/guide/{PAGE}.md: the top of the page holds 1 python example(s),"
+        f" the top of the page of docs/guide/{PAGE}.md holds 0",
+        f"docs/zh/guide/{PAGE}.md: '## 第一' holds 0 python example(s),"
+        f" '## First' of docs/guide/{PAGE}.md holds 1",
+        f"docs/zh/guide/{PAGE}.md: section '## 细节' (#detail) is at level 2,"
+        f" '### Detail' of docs/guide/{PAGE}.md at level 3"]
+    write(chinese, f"guide/{PAGE}.md", "# 页面\n\n## 第二 {#second}\n\n```python\nprint(2)\n```\n\n"
           "## 第一 {#first}\n\n```python\nprint(1)\n```\n\n### 细节 {#detail}\n")
     assert parity_problems(english, chinese) == [
-        "docs/zh/guide/page.md: the sections are not in the order of docs/guide/page.md"]
+        f"docs/zh/guide/{PAGE}.md: the sections are not in the order of docs/guide/{PAGE}.md"]
 
 
 def test_code_is_not_read_as_headings():

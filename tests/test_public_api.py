@@ -17,6 +17,7 @@ import pytest
 import tomllib
 
 import poolsplit_core
+import poolsplit_core.multilingual as multilingual
 import poolsplit_core.poolsplit as core
 import poolsplit_core.prepared as prepared
 
@@ -33,7 +34,6 @@ PUBLIC_NAMES = sorted([
     "Pool",
     "Room",
     "__version__",
-    "cjk_token_counter",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
@@ -42,11 +42,13 @@ PUBLIC_NAMES = sorted([
     "make_scorer",
     "retrieve",
     "retrieve_pools",
-    "unicode_words",
 ])
 
 #: The names of the prepared store's file (vendorable beside the core's).
 PREPARED_NAMES = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine"]
+
+#: The names of the file beyond English (vendorable beside the core's).
+MULTILINGUAL_NAMES = ["cjk_token_counter", "unicode_words"]
 
 #: What poolsplit_core exports beside the vendorable files' names (in neither file).
 #: (NumpyEngine is there when numpy is: the test suite always has it.)
@@ -72,13 +74,23 @@ def test_prepared_module_all_is_exactly_the_pinned_names_and_the_core_lacks_them
         assert not hasattr(core, name), name
 
 
+def test_multilingual_module_all_is_exactly_the_pinned_names_and_the_core_lacks_them():
+    assert sorted(multilingual.__all__) == MULTILINGUAL_NAMES
+    for name in MULTILINGUAL_NAMES:
+        assert not hasattr(core, name), name
+    assert core.WORD_READERS["unicode"] is multilingual.unicode_words  # named on import
+
+
 def test_package_reexports_the_same_names_as_the_same_objects():
-    assert sorted(poolsplit_core.__all__) == sorted(PUBLIC_NAMES + PREPARED_NAMES + PACKAGE_NAMES)
+    assert sorted(poolsplit_core.__all__) == sorted(
+        PUBLIC_NAMES + PREPARED_NAMES + MULTILINGUAL_NAMES + PACKAGE_NAMES)
     assert len(poolsplit_core.__all__) == len(set(poolsplit_core.__all__))
     for name in PUBLIC_NAMES:
         assert getattr(poolsplit_core, name) is getattr(core, name), name
     for name in PREPARED_NAMES:
         assert getattr(poolsplit_core, name) is getattr(prepared, name), name
+    for name in MULTILINGUAL_NAMES:
+        assert getattr(poolsplit_core, name) is getattr(multilingual, name), name
 
 
 def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them():
@@ -95,6 +107,7 @@ def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them(
 @pytest.mark.parametrize(("module", "name"), [
     *((core, n) for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")),
     *((prepared, n) for n in PREPARED_NAMES),
+    *((multilingual, n) for n in MULTILINGUAL_NAMES),
 ])
 def test_every_public_name_is_documented_where_it_is_defined(module, name):
     # help() and the IDE show this text: a public name without it is a gap
@@ -216,14 +229,15 @@ def test_make_scorer_takes_only_keyword_options_each_absent_by_default():
 
 
 def test_word_reader_and_cjk_counter_take_one_text():
-    assert list(inspect.signature(core.unicode_words).parameters) == ["text"]
-    assert list(inspect.signature(core.cjk_token_counter).parameters) == ["text"]
+    assert list(inspect.signature(multilingual.unicode_words).parameters) == ["text"]
+    assert list(inspect.signature(multilingual.cjk_token_counter).parameters) == ["text"]
 
 
 def test_version_is_a_pep_440_release_string_shared_by_the_package():
     assert re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?", core.__version__)
     assert poolsplit_core.__version__ == core.__version__
-    assert prepared.__version__ == core.__version__  # the two files are copied together
+    assert prepared.__version__ == core.__version__  # the files are copied together
+    assert multilingual.__version__ == core.__version__
 
 
 def wheel_packages() -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from poolsplit_core.multilingual import unicode_words
 from poolsplit_core.poolsplit import (
     ConfiguredScorer,
     Pool,
@@ -22,7 +23,6 @@ from poolsplit_core.poolsplit import (
     explain_pools,
     make_scorer,
     retrieve_pools,
-    unicode_words,
 )
 from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s

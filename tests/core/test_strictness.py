@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 from poolsplit_core.cli import load_queries, main
+from poolsplit_core.multilingual import unicode_words
 from poolsplit_core.plan import best_entry_coverage, coverage, pools_from_json
 from poolsplit_core.poolsplit import (
     Pool,
@@ -21,7 +22,6 @@ from poolsplit_core.poolsplit import (
     make_scorer,
     retrieve,
     retrieve_pools,
-    unicode_words,
 )
 from poolsplit_core.prepared import PreparedStore
 

@@ -9,13 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolsplit_core.poolsplit import (
-    _CJK_CHAR,
-    _CJK_RUN,
-    cjk_token_counter,
-    default_token_counter,
-    unicode_words,
-)
+from poolsplit_core.multilingual import _CJK_CHAR, _CJK_RUN, cjk_token_counter, unicode_words
+from poolsplit_core.poolsplit import default_token_counter
 from tests.core.multilingual_fixtures import FIXTURES
 from tests.reference import words as ascii_reference_words
 

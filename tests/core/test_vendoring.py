@@ -17,11 +17,15 @@ from pathlib import Path
 
 import pytest
 
+import poolsplit_core.multilingual as multilingual
 import poolsplit_core.poolsplit as core
 import poolsplit_core.prepared as prepared
 
 SOURCE = Path(core.__file__)
 PREPARED = Path(prepared.__file__)
+MULTILINGUAL = Path(multilingual.__file__)
+#: Every vendorable file, by the name it is copied under.
+FILES = {"poolsplit.py": SOURCE, "prepared.py": PREPARED, "multilingual.py": MULTILINGUAL}
 ROOT = SOURCE.parent.parent
 
 USE_IT = textwrap.dedent(
@@ -102,9 +106,9 @@ def vendored(tmp_path):
 
 @pytest.fixture
 def vendored_both(tmp_path):
-    """A project directory holding nothing but copies of poolsplit.py and prepared.py."""
-    shutil.copyfile(SOURCE, tmp_path / "poolsplit.py")
-    shutil.copyfile(PREPARED, tmp_path / "prepared.py")
+    """A project directory holding nothing but copies of the vendorable files."""
+    for name, path in FILES.items():
+        shutil.copyfile(path, tmp_path / name)
     return tmp_path
 
 
@@ -117,7 +121,7 @@ def test_vendored_copy_imports_and_runs_alone_in_an_isolated_interpreter(vendore
     assert run.stdout.strip() == "{'work': ['fix', 'n2'], 'skills': ['s1']}"
 
 
-@pytest.mark.parametrize("name", ["poolsplit.py", "prepared.py"])
+@pytest.mark.parametrize("name", list(FILES))
 def test_vendored_copy_passes_its_own_doctests(vendored_both, name):
     run = subprocess.run([sys.executable, "-I", "-S", "-m", "doctest", "-v", name],
                          cwd=vendored_both, capture_output=True, text=True, timeout=60)
@@ -144,7 +148,7 @@ def vermin(path):
         capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("path", [SOURCE, PREPARED], ids=["poolsplit.py", "prepared.py"])
+@pytest.mark.parametrize("path", list(FILES.values()), ids=list(FILES))
 def test_core_needs_nothing_newer_than_python_3_9(path):
     run = vermin(path)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -179,15 +183,45 @@ def test_core_imports_only_the_standard_library_and_nothing_relative():
     assert sorted(n for n in names if n not in sys.stdlib_module_names) == []
 
 
-def test_prepared_imports_only_the_standard_library_and_the_core():
+@pytest.mark.parametrize("path", [PREPARED, MULTILINGUAL], ids=["prepared.py", "multilingual.py"])
+def test_a_file_beside_the_core_imports_only_the_standard_library_and_the_core(path):
     # in the package, the core is its sibling (relative); copied, it is top-level poolsplit
-    names, relative = imported_modules(PREPARED)
+    names, relative = imported_modules(path)
     assert relative == [None]  # from . import poolsplit
-    assert "from . import poolsplit as core" in PREPARED.read_text(encoding="utf-8")
+    assert "from . import poolsplit as core" in path.read_text(encoding="utf-8")
     assert sorted(n for n in names if n not in sys.stdlib_module_names) == ["poolsplit"]
 
 
-@pytest.mark.parametrize("path", [SOURCE, PREPARED], ids=["poolsplit.py", "prepared.py"])
+UNICODE_ALONE = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import poolsplit
+    try:
+        poolsplit.make_scorer(words="unicode")
+    except ValueError as error:
+        print("alone:", error)
+    import multilingual
+    scorer = poolsplit.make_scorer(words="unicode")
+    print(scorer, scorer.words is multilingual.unicode_words,
+          scorer({"content": "周五前完成数据库迁移"}, {"message": "数据库迁移"}))
+    """
+)
+
+
+def test_the_unicode_reader_is_named_once_multilingual_is_copied_beside_and_imported(
+        vendored_both):
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", UNICODE_ALONE, str(vendored_both)],
+                         cwd=vendored_both, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    alone, named = run.stdout.strip().splitlines()
+    assert alone == ("alone: words must be one of 'ascii', a callable or None, got 'unicode';"
+                     " 'unicode' is multilingual.py's reader: import multilingual (copy it"
+                     " beside this file)")
+    assert named == "ConfiguredScorer(words='unicode') True 12.5"
+
+
+@pytest.mark.parametrize("path", list(FILES.values()), ids=list(FILES))
 def test_core_file_carries_the_whole_licence_text_version_and_all(path):
     # The file travels alone: its opening comment holds the LICENSE file's
     # text word for word, copyright line included.

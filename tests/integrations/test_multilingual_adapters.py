@@ -17,7 +17,8 @@ from langchain_core.documents import Document
 from llama_index.core.schema import TextNode
 
 import poolsplit_core.poolsplit as core
-from poolsplit_core.poolsplit import Pool, cjk_token_counter, make_scorer, unicode_words
+from poolsplit_core.multilingual import cjk_token_counter, unicode_words
+from poolsplit_core.poolsplit import Pool, make_scorer
 from poolsplit_integrations._serialise import NotSerializableError
 from poolsplit_integrations.langchain import PoolSplitCompressor
 from poolsplit_integrations.langchain import PoolSplitRetriever as LangChainRetriever
