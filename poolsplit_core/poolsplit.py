@@ -118,9 +118,7 @@ ActivityTest = Callable[[Mapping[str, Any]], bool]
 WordReader = Callable[[str], AbstractSet[str]]
 
 
-# --------------------------------------------------------------------------
-# Pool: a reserved budget
-# --------------------------------------------------------------------------
+# -- Pool: a reserved budget -------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -166,9 +164,7 @@ class Pool:
         return self.types is None or entry_type in self.types
 
 
-# --------------------------------------------------------------------------
-# Defaults: token counter, activity test, scorer
-# --------------------------------------------------------------------------
+# -- Defaults: token counter, activity test, scorer --------------------------
 
 
 def default_token_counter(text: str) -> int:
@@ -232,9 +228,7 @@ def default_scorer(
     return _default_score(entry, query, _utc_now(now), _label(entry, None))
 
 
-# --------------------------------------------------------------------------
-# The default score, factor by factor
-# --------------------------------------------------------------------------
+# -- The default score, factor by factor -------------------------------------
 
 # Each factor of the table in the user guide ("The default scorer, exactly") is
 # one function below. _score multiplies them in the table's order, and every
@@ -243,7 +237,9 @@ def default_scorer(
 # (Multiplying positive floats is monotone under rounding, so a product of
 # factors that are each at least as large, taken in the same order, is never
 # smaller.) The message factor comes last, so a score is its partial product
-# times the message factor, exactly.
+# times the message factor, exactly. The arithmetic of each factor (_decay,
+# _tag_share, _overlap, _message_gain, _recency_at) takes plain numbers here
+# and whole columns in the numpy engine: the same operations in the same order.
 
 _STOPWORDS = frozenset(
     "the and for are but not you all can her was one our out day has had his how"
@@ -345,11 +341,6 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
     return base * recency * tags * project * message
 
 
-# The arithmetic of each factor is written once, in the functions below whose
-# names start with an underscore and a noun (_decay, _tag_share,
-# _overlap, _message_gain): they take plain numbers here and whole columns of
-# numbers in the vectorized engine (poolsplit[fast]), which so computes the
-# same floating-point operations in the same order, bit for bit.
 _RECENCY_FLOOR = 0.3
 _MESSAGE_THRESHOLD = 0.15  # the overlap above which the message factor applies
 _PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER = 1.0, 1.5, 0.5
@@ -499,10 +490,7 @@ def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> 
     return _check_count(token_counter(text), _label(entry, index))
 
 
-
-# --------------------------------------------------------------------------
-# The scorer factory: the default score with options
-# --------------------------------------------------------------------------
+# -- The scorer factory: the default score with options ----------------------
 
 _READERS: Dict[str, Optional[WordReader]] = {"ascii": None}
 #: The word readers a scorer's options can name as data (``{"words": "unicode"}``):
@@ -513,6 +501,7 @@ WORD_READERS: Mapping[str, Optional[WordReader]] = MappingProxyType(_READERS)
 def _name_reader(name: str, reader: WordReader) -> None:
     """Let scorer options name ``reader`` (a word reader whose output needs no check)."""
     _READERS[name] = reader
+
 
 #: What ``relevance=`` can name: which factors measure an entry's relevance to the message.
 RELEVANCES = ("words", "similarity", "both")
@@ -798,9 +787,7 @@ def _read_words(reader: WordReader, text: str, label: str) -> AbstractSet[str]:
     return got
 
 
-# --------------------------------------------------------------------------
-# retrieve: fill one pool
-# --------------------------------------------------------------------------
+# -- retrieve: fill one pool -------------------------------------------------
 
 
 def retrieve(
@@ -847,9 +834,7 @@ def retrieve(
             *(call.entries[candidate[0]] for candidate in filled.selected)]
 
 
-# --------------------------------------------------------------------------
-# retrieve_pools: fill several pools from one store
-# --------------------------------------------------------------------------
+# -- retrieve_pools: fill several pools from one store -----------------------
 
 
 def retrieve_pools(
@@ -903,9 +888,7 @@ def retrieve_pools(
             for name, filled in fill_pools(call, checked, max_always_tokens).items()}
 
 
-# --------------------------------------------------------------------------
-# THE INVARIANT: always-scope entries load first, outside every budget
-# --------------------------------------------------------------------------
+# -- THE INVARIANT: always-scope entries load first, outside every budget ----
 
 
 class _AlwaysTier:
@@ -968,9 +951,7 @@ class _AlwaysTier:
                                                self.limit)
 
 
-# --------------------------------------------------------------------------
-# The one fill, and the contract of the engines that feed it
-# --------------------------------------------------------------------------
+# -- The one fill, and the contract of the engines that feed it --------------
 
 
 class Candidate(NamedTuple):
@@ -1000,13 +981,11 @@ class Filled(NamedTuple):
 class Engine(Protocol):
     """What an engine gives :func:`fill_pools`: each pool's candidates, best first, lazily.
 
-    The fill -- the always-scope step, the greedy fill under both caps, an
-    entry in at most one pool, ``max_always_tokens``, Decisions and Ledgers
-    -- is written once, in :func:`fill_pools`; an engine only finds
-    candidates. This file's stateless engine scores and sorts a call's
-    entries; ``prepared.py`` walks an index best-first behind score bounds;
-    the numpy engine scores columns. They answer bit for bit alike because
-    each keeps this contract:
+    The fill (always tier, both caps, an entry in at most one pool,
+    ``max_always_tokens``, Decisions, Ledgers) is :func:`fill_pools`'s alone.
+    This file's stateless engine sorts a call's entries, ``prepared.py``
+    walks an index best-first, the numpy engine scores columns; they answer
+    bit for bit alike because each keeps this contract:
 
     - ``entries`` holds the call's entries by position; ``cost(i)`` is entry
       ``i``'s cost (its ``token_count`` when a positive int, else the token
@@ -1021,16 +1000,14 @@ class Engine(Protocol):
       spec's order: ascending ``(-score, created, id, position)``, with
       ``created`` and ``id`` read as text. Exhausted means the iteration
       ends: no such entry is left.
-    - It is lazy. The fill pulls the next candidate only while the pool has
-      room, and drops the iterator when the pool is full, so work for a
-      candidate never pulled is never done (a best-first walk, a database
-      cursor). The fill loads a pulled candidate exactly when its cost is at
-      most ``room.tokens``, and then lowers ``room.tokens`` by its cost and
-      ``room.entries`` by one; an engine may rely on this, and may leave out
-      a candidate costing more than ``room.tokens`` when it would yield it
-      (tokens only decrease: it would never load). A traced fill (for
-      :func:`explain_pools`) reads every candidate: its engine leaves out
-      nothing.
+    - It is lazy: the fill pulls a candidate only while the pool has room
+      and drops the iterator when it is full, so a candidate never pulled
+      costs nothing (a best-first walk, a database cursor). The fill loads a
+      pulled candidate exactly when its cost is at most ``room.tokens``, then
+      lowers ``room.tokens`` by it and ``room.entries`` by one; an engine may
+      rely on this, and may leave out a candidate costing more than
+      ``room.tokens`` when it would yield it (it could never load). A traced
+      fill (:func:`explain_pools`) reads every candidate: nothing left out.
     - Writes reach an engine between calls, never during one: one call reads
       one state of the store.
     """
@@ -1141,9 +1118,7 @@ def _account(engine: Engine, pool: Pool, filled: Filled, skipped: List[Tuple[Can
     )
 
 
-# --------------------------------------------------------------------------
-# The stateless engine
-# --------------------------------------------------------------------------
+# -- The stateless engine ----------------------------------------------------
 
 
 class _Key(NamedTuple):
@@ -1346,9 +1321,7 @@ class _Call:
             return options._similarity(entry.get("similarity"), _label(entry, i))
 
 
-# --------------------------------------------------------------------------
-# explain_pools: account for every entry and every token
-# --------------------------------------------------------------------------
+# -- explain_pools: account for every entry and every token ------------------
 
 #: The closed set of outcomes an entry can have, in the order they are decided.
 OUTCOMES = ("inactive", "no_pool", "always", "selected", "over_entries", "over_tokens")
@@ -1496,9 +1469,7 @@ class AlwaysScopeOverflowError(ValueError):
         )
 
 
-# --------------------------------------------------------------------------
-# Private helpers
-# --------------------------------------------------------------------------
+# -- Private helpers ---------------------------------------------------------
 
 # ISO-8601 digits are ASCII: a timestamp in other digits is unparseable (0 days).
 _ISO = re.compile(

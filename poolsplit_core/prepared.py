@@ -152,9 +152,7 @@ _shown = core._shown
 _check_score = core._check_score
 
 
-# --------------------------------------------------------------------------
-# PreparedStore: the same answers, prepared once for many queries
-# --------------------------------------------------------------------------
+# -- PreparedStore: the same answers, prepared once for many queries ---------
 
 
 class PreparedStore:
@@ -1688,9 +1686,7 @@ class _PreparedQuery:
         return _new(_Marker, (-bound, "", "", _STREAM, s))
 
 
-# --------------------------------------------------------------------------
-# Private helpers
-# --------------------------------------------------------------------------
+# -- Private helpers ---------------------------------------------------------
 
 
 def _loaded(entry: Mapping[str, Any], index: int, outcome: str, pool: str,
