@@ -46,18 +46,37 @@ HUGE = 10**12
 
 
 def stateless(every):
-    def make(entries, context, now, include):
+    def make(entries, context, now, include, pool):
         assert include is None  # the stateless path filters before it runs
         return core._Call(entries, context, core.default_scorer, core.default_token_counter,
                           core.default_is_active, now, every=every)
     return make
 
 
-def prepared(engine, stored_share):
-    def make(entries, context, now, include):
+def prepared(engine, stored_share, written=False):
+    """An engine over ``entries``: a share stored, the rest the query's extras.
+
+    ``written``: the store is built from older versions of every third stored
+    entry and half of it, queried once for ``pool`` (as a living store is, so
+    its caches hold what the writes then change), then brought to ``entries``
+    by writes: each replaced version leaves a dead row or list item behind.
+    """
+    def make(entries, context, now, include, pool):
         index = engine.index(core.default_token_counter, core.default_is_active, None)
         stored = entries[:int(len(entries) * stored_share)]  # the rest: the query's extras
-        index.build(list(stored))
+        if not written:
+            index.build(list(stored))
+        else:
+            half = len(stored) // 2
+            index.build([{**entry, "base_priority": 9, "content": "an older version"}
+                         if n % 3 == 0 else entry for n, entry in enumerate(stored[:half])])
+            before = index.query(list(index.entries), context, now, None, None,
+                                 core._options_of(core.default_scorer))
+            list(before.candidates(pool, frozenset(), core.Room(pool)))
+            for n in range(0, half, 3):
+                index.replace(n, stored[n])
+            for entry in stored[half:]:
+                index.insert(entry)
         return index.query(list(entries), context, now, include, None,
                            core._options_of(core.default_scorer))
     return make
@@ -68,6 +87,7 @@ MAKERS = {
     "stateless-every": stateless(True),
     **{name: prepared(engine, 1.0) for name, engine in ENGINES.items()},
     **{f"{name}+extras": prepared(engine, 0.6) for name, engine in ENGINES.items()},
+    **{f"{name}+writes": prepared(engine, 0.8, written=True) for name, engine in ENGINES.items()},
 }
 FILTERED = [name for name in MAKERS if not name.startswith("stateless")]
 
@@ -92,7 +112,7 @@ def big(pool):
 
 
 def check_engine(make, entries, pool, context, now, taken, include):
-    engine = make(entries, context, now, include)
+    engine = make(entries, context, now, include, pool)
     assert list(engine.entries) == entries
 
     # always_scope: every active always-scope entry, once, under its type, ascending
@@ -116,7 +136,7 @@ def check_engine(make, entries, pool, context, now, taken, include):
     assert got == want
 
     # the pool's real room, pulled as the fill pulls it
-    engine = make(entries, context, now, include)
+    engine = make(entries, context, now, include, pool)
     room = core.Room(pool)
     stream = engine.candidates(pool, taken, room)
     rest = iter(want)
@@ -184,7 +204,7 @@ def test_a_stream_the_fill_stops_early_has_not_scored_every_entry(name):
     pool = core.Pool("one", max_tokens=HUGE, max_entries=1)
     context = {"message": "rotate the database credentials"}
     now = datetime(2026, 10, 1, tzinfo=timezone.utc)
-    engine = MAKERS[name](store, context, now, None)
+    engine = MAKERS[name](store, context, now, None, pool)
     stream = engine.candidates(pool, frozenset(), core.Room(pool))
     assert not engine.scores  # nothing is read before the first pull
     first = next(stream)
