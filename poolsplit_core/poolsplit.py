@@ -1189,6 +1189,7 @@ class _Call:
         self.scorer_takes_now = scorer is default_scorer or _takes_now(scorer)
         self.token_counter = token_counter
         self.every = every
+        self.time_us = _time_us_kept if len(self.entries) <= _TIMES_KEPT else _time_us
         self.active = [i for i, entry in enumerate(self.entries) if is_active(entry)]
         self.scores: Dict[int, Any] = {}
         self.partial_scores: Dict[int, float] = {}
@@ -1282,7 +1283,7 @@ class _Call:
     def _partial(self, entry: Mapping[str, Any], label: str) -> float:
         tags = _tag_set(entry.get("tags"), f"{label}: tags")
         recency = _recency_of(self.query, entry.get("type", "note"),
-                              _time_us_kept(entry.get("created")), self.now_us)
+                              self.time_us(entry.get("created")), self.now_us)
         return _entry_score(_base_priority(entry, label), recency, tags, entry.get("project"),
                             1.0, self.query)
 
@@ -1580,7 +1581,10 @@ def _time_us(value: Any) -> Optional[int]:
 
 # A store's entries are read again on every stateless call, and their ``created``
 # strings are the same from call to call: the times of the last 65,536 texts read.
-_time_text_us = lru_cache(maxsize=1 << 16)(_time_us)
+# (A call over more entries parses them: an LRU cache smaller than the scan
+# would miss on every one of them, and cost more than the parse.)
+_TIMES_KEPT = 1 << 16
+_time_text_us = lru_cache(maxsize=_TIMES_KEPT)(_time_us)
 
 
 def _time_us_kept(value: Any) -> Optional[int]:
