@@ -353,9 +353,7 @@ def pools_to_json(pools: Iterable[Pool]) -> str:
     >>> pools_from_json(text) == [Pool("skills", 200, 2, ("skill",))]
     True
     """
-    listed = list(pools)
-    listed = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(listed)]
-    data = [pool_to_data(pool) for pool in listed]
+    data = [pool_to_data(pool) for pool in _read_pools(pools)]
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
         text.encode("utf-8")
@@ -476,6 +474,11 @@ def _tags_of(entry: Mapping[str, Any]) -> list[str]:
     if isinstance(tags, (list, tuple)):
         return [t for t in tags if isinstance(t, str)]
     return []
+
+
+def _read_pools(pools: Iterable[Any]) -> list[Pool]:
+    """Each pool read by the core's one rule: a Pool, or a mapping with Pool's fields."""
+    return [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(pools)]
 
 
 def _check_queries(queries: Any) -> list[Mapping[str, Any] | None]:
@@ -603,8 +606,7 @@ def coverage(
     order), whatever the pools: so a type squeezed out of a shared pool shows
     as uncovered, not as absent.
     """
-    checked_pools = list(pools)
-    checked_pools = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(checked_pools)]
+    checked_pools = _read_pools(pools)
     listed = _check_queries(queries)
     sample = _Sample(store, listed, _check_depth(depth), now, scorer, token_counter,
                      is_active)
@@ -634,8 +636,7 @@ def best_entry_coverage(
     per-entry account, so much faster on a large store: what loaded is read
     through the prepared store's walk, not explained entry by entry.
     """
-    checked = list(pools)
-    checked = [_read_pool(pool, f"pools[{i}]") for i, pool in enumerate(checked)]
+    checked = _read_pools(pools)
     listed = _check_queries(queries)
     sample = _Sample(store, listed, _check_depth(depth), now, scorer, token_counter,
                      is_active)

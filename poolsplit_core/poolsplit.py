@@ -1073,12 +1073,11 @@ def fill_pools(
                 skipped.append((candidate, room.tokens))
         if selected:
             taken.update([id(entries[candidate[0]]) for candidate in selected])
-        shown = _shown(pool, len(always))
-        if shown:
-            out[pool.name] = Filled(always, selected)
+        if not _shown(pool, len(always)):
+            continue  # (the private pool, empty: it considered no entry, it has no ledger)
+        out[pool.name] = filled = Filled(always, selected)
         if trace is not None and ledgers is not None:
-            _account(engine, pool, Filled(always, selected), skipped, list(stream), room,
-                     trace, ledgers if shown else {})
+            _account(engine, pool, filled, skipped, list(stream), room, trace, ledgers)
     tier.check_ceiling()
     return out
 

@@ -148,7 +148,6 @@ _label = core._label
 _check_entries = core._check_entries
 _check_pools = core._check_pools
 _call_pools = core._call_pools
-_shown = core._shown
 _check_score = core._check_score
 
 
