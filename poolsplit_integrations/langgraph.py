@@ -19,7 +19,8 @@ Freshness, in three rules:
 1. **Corrections are never stale.** Items with ``scope="always"`` are read from
    the wrapped store on every query (one small filtered ``search``), so a
    correction another process wrote loads on the very next query.
-2. **Writes through this object** are in the index when the write returns.
+2. **Writes through this object** are in the index when the write returns, or
+   else read again before the next answer (below).
 3. **Other processes' writes** (another worker on the same PostgreSQL) are in
    the index within ``refresh_interval`` seconds (default 5): at most that
    often a query first reads the namespace newest-first (``search`` lists by
@@ -30,6 +31,35 @@ Freshness, in three rules:
    (default 60) catches both, so every change is in within
    ``reconcile_interval``. :meth:`PoolSplitStore.refresh` does the full read
    now. :meth:`PoolSplitStore.explain_pools` reports the index's staleness.
+
+How the in-process index keeps those rules under concurrent writers:
+
+- **A full read is one snapshot**: the cold read of a namespace, the
+  reconcile, :meth:`PoolSplitStore.refresh`, and a poll that cannot stop at
+  the last ``updated_at`` seen each read the whole namespace in one
+  ``search`` call, never page by page (a write between two pages would shift
+  rows, and the read would drop an item it skipped). A poll reads at most
+  ``page_size`` items (default 1000) in its one call; when more than that
+  changed since the last one, it does a full read instead.
+- **A read-back is applied only when it can be ordered.** After each write
+  the written items are read back by key. The result is applied when no
+  other read of that key (another write's read-back, a full read or poll
+  of its namespace) was in flight with it and, an item, it is not older by
+  ``updated_at`` than the item the index holds; otherwise the key is read
+  again, by key, before the next answer. So after concurrent writes of one
+  key (threads, or coroutines awaiting ``aput``) have returned, the next
+  answer serves what the store holds.
+- **A failed read-back does not fail the write.** A write that reached the
+  store returns normally even when reading it back fails (a connection lost
+  after the commit); a warning goes to the ``"poolsplit"`` logger and the
+  namespace is read in full before its next answer. A write that raises
+  may have committed all the same, so its namespace is read in full before
+  its next answer too.
+- **Memory is bounded.** An index is kept per namespace read, at most
+  ``max_namespaces`` of them (default 1024, the least recently read dropped
+  first), and one not read for ``evict_after`` seconds (default 600) is
+  dropped when the next pool-split read comes. A dropped namespace is read
+  cold, in full, the next time it is asked for.
 
 Safe with no option set:
 
@@ -70,15 +100,18 @@ from poolsplit_integrations._extras import require
 require("langgraph.store.base", "langgraph")
 require("langchain_core", "langgraph")
 
+import asyncio
 import logging
 import string
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, NamedTuple, NoReturn
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, NoReturn, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -137,11 +170,24 @@ logger = logging.getLogger("poolsplit")
 #: How many (namespace, key, problem) warnings a store remembers having
 #: given; past it, it forgets them all (a warning may then come again).
 WARNED_LIMIT = 10_000
+#: How many verdicts on database items (checked value, by namespace and key) are kept.
+VERDICTS_KEPT = 65_536
+
+_T = TypeVar("_T")
 
 #: How far before the last ``updated_at`` seen a poll reads again: a write
 #: whose transaction started before another one committed may carry an older
 #: timestamp than that one. Anything older still is the reconcile's.
 POLL_MARGIN = timedelta(seconds=2)
+
+#: The ``limit`` of a full read: larger than any namespace an in-process index
+#: could hold, so one ``search`` call returns the whole namespace (one snapshot;
+#: reading it page by page would let a write between two pages shift rows and
+#: skip an item the read would then drop).
+FULL_READ_LIMIT = 2**31 - 1
+
+#: A store item, as a write names it: its namespace and key.
+_Key = tuple[tuple[str, ...], str]
 
 
 # --------------------------------------------------------------------------
@@ -163,6 +209,20 @@ def _check_namespace(namespace: Any, what: str = "namespace") -> tuple[str, ...]
                 f" got {label!r}"
             )
     return labels
+
+
+def _check_count(name: str, value: Any) -> None:
+    """An int >= 1, else a ValueError naming the option ``name`` and ``value``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _reads_database(store: BaseStore) -> bool:
+    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
+    if not type(store).__module__.startswith("langgraph.store.postgres"):
+        return False  # (the postgres extra need not be installed)
+    from poolsplit_integrations._postgres import is_database_store
+    return is_database_store(store)
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -230,6 +290,8 @@ class _Skipped(NamedTuple):
 class _View:
     """The prepared index of one namespace (prefix), as last read from the store."""
 
+    engine = "index"  # what StoreExplanation.engine names
+
     # invariants: 1) ``prepared`` holds one entry per item under ``prefix`` as
     # last read that has no problem (PoolSplitStore._problems), its id
     # item_entry_id(namespace, key, prefix); 2) ``items`` maps each such id to
@@ -238,7 +300,11 @@ class _View:
     # 4) ``watermark`` is the newest updated_at a read of the namespace (cold,
     # poll or reconcile) returned -- never that of this object's own writes,
     # which would hide another process's write stamped earlier but not yet
-    # polled.
+    # polled; 5) ``recheck`` holds the keys whose read-back could not be
+    # ordered (read again before the next answer), ``needs_full`` says a
+    # read-back failed (a full read before the next answer); a full read
+    # clears both; 6) ``used`` is when a pool-split read last read the view
+    # (the owner's ``_views`` lists views in that order).
 
     def __init__(self, owner: PoolSplitStore, prefix: tuple[str, ...], prepared: PreparedStore,
                  now: float) -> None:
@@ -251,6 +317,9 @@ class _View:
         self.watermark: datetime | None = None
         self.polled = now  # monotonic time of the last poll or full read
         self.reconciled = now  # monotonic time of the last full read
+        self.used = now  # monotonic time of the last pool-split read (eviction)
+        self.recheck: set[_Key] = set()  # keys to read again before the next answer
+        self.needs_full = False  # a full read before the next answer
 
     def last_read(self, entry_id: Any) -> Item | None:
         """The item this id had when last read, kept or skipped (None: not held)."""
@@ -285,6 +354,26 @@ class _View:
         self.remove(entry_id)
         self.skip(entry_id, _Skipped(item, entry, problems))
 
+    def apply_read_back(self, target: _Key, item: Result, *, ordered: bool = False) -> None:
+        """Apply one key as read by itself from the store (None: the store holds none).
+
+        Unless ``ordered`` (no read of the namespace can be newer), an item
+        older by ``updated_at`` than the one held is not applied: the key is
+        marked for a re-read instead. One stamped alike is applied: no read of
+        the key overlapped this one (the caller checks), so it was read later.
+        Applying a key ends its pending re-read.
+        """
+        entry_id = item_entry_id(target[0], target[1], self.prefix)
+        if not isinstance(item, Item):
+            self.remove(entry_id)
+        else:
+            held = self.last_read(entry_id)
+            if not ordered and held is not None and held.updated_at > item.updated_at:
+                self.recheck.add(target)
+                return
+            self.apply(item, polled=False)
+        self.recheck.discard(target)
+
     def skip(self, entry_id: Any, skipped: _Skipped) -> None:
         """Hold ``skipped`` out of the index (as read; the id is in no other map)."""
         self.skipped[entry_id] = skipped
@@ -303,6 +392,16 @@ class _View:
             self.users.add(entry_id)
         else:
             self.users.discard(entry_id)
+
+
+class _Unindexed(NamedTuple):
+    """What a database read has in place of a view: no index, every item read for the call."""
+
+    prepared: PreparedStore  # empty: the items are the call's extra entries
+    polled: float  # when the read ran (monotonic)
+    skipped: Mapping[Any, _Skipped] = MappingProxyType({})
+    users: frozenset[Any] = frozenset()
+    engine: str = "snapshot"
 
 
 def _unchanged(old: Item | None, item: Item) -> bool:
@@ -348,6 +447,8 @@ class _Call(NamedTuple):
     read: _Read
     listed: Callable[[Mapping[str, Any]], bool] | None  # the skipped items to report
     core: dict[str, Any]  # the core's keywords: extra, where, include, max_always_tokens
+    asked: dict[str, Any] | None  # the caller's filter, checked
+    bound: str | None  # the user a namespace template named
 
 
 @dataclass(frozen=True)
@@ -364,6 +465,11 @@ class StoreExplanation:
     namespace is its entry id: the labels below ``namespace``, then the key);
     each problem names the item's namespace, key and field. Under a filter,
     only the skipped items the filter would keep are listed.
+
+    ``engine`` names what answered: ``"snapshot"`` when the store's database
+    was read for this call (LangGraph's PostgreSQL stores: every item read in
+    one statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
+    index of other stores.
     """
 
     explanation: Explanation
@@ -373,6 +479,7 @@ class StoreExplanation:
     reconcile_interval: float
     always_read_live: int
     skipped: tuple[tuple[Any, str], ...] = ()
+    engine: str = "index"
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
@@ -424,6 +531,22 @@ class PoolSplitStore(BaseStore):
             ``None`` (default): ``("user_id",)`` as soon as an item read
             carries a ``user_id``; ``()`` states a shared store.
         refresh_interval, reconcile_interval: seconds (module docstring).
+        page_size: the most items one poll reads (default 1000); more changes
+            than that since the last poll are picked up by a full read, which
+            always reads the whole namespace in one ``search`` call.
+        max_namespaces: the most namespaces indexed at once (default 1024);
+            past it the least recently read is dropped.
+        evict_after: seconds (default 600; ``math.inf``: never) a namespace
+            stays indexed without being read. A dropped namespace is read
+            cold, in full, the next time it is asked for.
+
+    Freshness of the in-process index (module docstring): a write through
+    this object is read back and applied to the index before it returns,
+    unless another read of the same key overlapped that read-back or the
+    index holds the item with a newer ``updated_at``: then the key is read
+    again before the next answer. If
+    the read-back fails, the write still returns (a warning is logged) and
+    the namespace is read in full before its next answer.
 
     Every ``BaseStore`` call (``get``, ``search``, ``list_namespaces``,
     ``batch``, their async twins, and ``put``/``delete`` with ``ttl`` where
@@ -467,6 +590,8 @@ class PoolSplitStore(BaseStore):
         clock: Callable[[], float] = time.monotonic,
         strict: bool = True,
         require_filter_keys: Sequence[str] | None = None,
+        max_namespaces: int = 1024,
+        evict_after: float = 600.0,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
@@ -479,8 +604,12 @@ class PoolSplitStore(BaseStore):
                 f"reconcile_interval must be >= refresh_interval ({refresh_interval}),"
                 f" got {reconcile_interval}"
             )
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+        _check_count("page_size", page_size)
+        _check_count("max_namespaces", max_namespaces)
+        if (isinstance(evict_after, bool) or not isinstance(evict_after, (int, float))
+                or not evict_after > 0):
+            raise ValueError(f"evict_after must be a number of seconds > 0 (math.inf: never),"
+                             f" got {evict_after!r}")
         self.strict = check_strict(strict)
         self.require_filter_keys = check_required_keys(require_filter_keys)
         self.store = store
@@ -489,32 +618,67 @@ class PoolSplitStore(BaseStore):
         self.token_counter = token_counter
         self.is_active = is_active
         self.page_size = page_size
+        self.max_namespaces = max_namespaces
+        self.evict_after = float(evict_after)
         self.clock = clock
         self.supports_ttl = store.supports_ttl
         self.ttl_config = store.ttl_config
+        #: The views, least recently read first (evicted from the front).
         self._views: dict[tuple[str, ...], _View] = {}
+        #: How many read-backs of each key are in flight (read from the store, not applied).
+        self._in_flight: dict[_Key, int] = {}
+        #: The keys in flight whose read-back another read of them overlapped.
+        self._contested: set[_Key] = set()
         self._lock = threading.RLock()
+        #: Pool-split reads go to the database (LangGraph's PostgreSQL stores): no index.
+        self._database = _reads_database(store)
+        #: Recent verdicts on database items: (namespace, key) -> (item, entry, problems).
+        self._verdicts: OrderedDict[tuple[tuple[str, ...], str],
+                                    tuple[Item, dict[str, Any] | None, tuple[str, ...]]]
+        self._verdicts = OrderedDict()
         #: The (namespace, key, problem) triples of skipped items already logged.
         self._warned: set[tuple[tuple[str, ...], str, str]] = set()
 
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, setup: bool = True, strict: bool = True,
+                         pool_size: int = 4, statement_timeout: float | None = 30.0,
+                         connect_timeout: float = 5.0,
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
-        ``setup`` creates LangGraph's store tables if needed (its own
+        The store reaches the server through a connection pool of at most
+        ``pool_size`` connections, each checked before use: after a server
+        restart the next call reconnects, and while the server is down a call
+        raises a ConnectionError naming it (password hidden) after at most
+        ``connect_timeout`` seconds. A statement running longer than
+        ``statement_timeout`` seconds (None: no limit) is cancelled by the
+        server. ``setup`` creates LangGraph's store tables if needed (its own
         migrations); ``strict`` and the other ``options`` are
-        :class:`PoolSplitStore`'s. A server that cannot be reached raises a
-        ConnectionError naming it (password hidden). Needs
-        ``pip install 'poolsplit[postgres]'``.
+        :class:`PoolSplitStore`'s. Needs ``pip install 'poolsplit[postgres]'``.
         """
         check_strict(strict)  # before a connection is opened
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ValueError(f"pool_size must be an int >= 1, got {pool_size!r}")
+        for name, value in (("statement_timeout", statement_timeout),
+                            ("connect_timeout", connect_timeout)):
+            if value is None and name == "statement_timeout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         postgres = require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool",
                            what="PoolSplitStore.from_conn_string")
+        from psycopg_pool import ConnectionPool
+
+        kwargs: dict[str, Any] = {"connect_timeout": max(1, round(connect_timeout))}
+        if statement_timeout is not None:
+            kwargs["options"] = f"-c statement_timeout={max(1, round(statement_timeout * 1000))}"
+        pool = {"min_size": 1, "max_size": pool_size, "kwargs": kwargs,
+                "check": ConnectionPool.check_connection, "timeout": connect_timeout}
         with ExitStack() as stack:
             try:
-                inner = stack.enter_context(postgres.PostgresStore.from_conn_string(conn_string))
+                inner = stack.enter_context(
+                    postgres.PostgresStore.from_conn_string(conn_string, pool_config=pool))
                 if setup:
                     inner.setup()
             except Exception as exc:
@@ -543,16 +707,20 @@ class PoolSplitStore(BaseStore):
         """
         listed = list(ops)
         self._check_ops(listed)
-        results = self.store.batch(listed)
-        self._written(_put_targets(listed))
+        written = _put_targets(listed)
+        with self._writing(written):
+            results = self.store.batch(listed)
+        self._written(written)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """The async twin of :meth:`batch`."""
         listed = list(ops)
         self._check_ops(listed)
-        results = await self.store.abatch(listed)
-        await self._awritten(_put_targets(listed))
+        written = _put_targets(listed)
+        with self._writing(written):
+            results = await self.store.abatch(listed)
+        await self._awritten(written)
         return results
 
     def get(self, namespace: tuple[str, ...], key: str, *,
@@ -578,13 +746,17 @@ class PoolSplitStore(BaseStore):
         if value is not None:
             self._check_writes([(namespace, key, value, "put()")])
         # BaseStore.put makes a PutOp of any value, and a PutOp of None deletes.
-        self.store.put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
-        self._written([(tuple(namespace), str(key))])
+        written = [(tuple(namespace), str(key))]
+        with self._writing(written):
+            self.store.put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
+        self._written(written)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``delete``; the index drops the item when it returns."""
-        self.store.delete(namespace, key)
-        self._written([(tuple(namespace), str(key))])
+        written = [(tuple(namespace), str(key))]
+        with self._writing(written):
+            self.store.delete(namespace, key)
+        self._written(written)
 
     def list_namespaces(self, *, prefix: NamespacePath | None = None,
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
@@ -611,13 +783,17 @@ class PoolSplitStore(BaseStore):
         """The wrapped store's ``aput``; the index has the item when it returns (None deletes)."""
         if value is not None:
             self._check_writes([(namespace, key, value, "aput()")])
-        await self.store.aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
-        await self._awritten([(tuple(namespace), str(key))])
+        written = [(tuple(namespace), str(key))]
+        with self._writing(written):
+            await self.store.aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
+        await self._awritten(written)
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``adelete``; the index drops the item when it returns."""
-        await self.store.adelete(namespace, key)
-        await self._awritten([(tuple(namespace), str(key))])
+        written = [(tuple(namespace), str(key))]
+        with self._writing(written):
+            await self.store.adelete(namespace, key)
+        await self._awritten(written)
 
     async def alist_namespaces(self, *, prefix: NamespacePath | None = None,
                                suffix: NamespacePath | None = None,
@@ -689,13 +865,42 @@ class PoolSplitStore(BaseStore):
         items skipped for a problem are in :attr:`StoreExplanation.skipped`.
         """
         with self._calling(namespace, pools, max_always_tokens, filter, None) as call:
-            read = call.read
-            got = read.view.prepared.explain_pools(call.pools, context, now=now,
-                                                   always_pool=always_pool, **call.core)
-            staleness = self.clock() - read.view.polled
-            skipped = read.skipped(call.listed)
-        return StoreExplanation(got, call.prefix, staleness, self.refresh_interval,
-                                self.reconcile_interval, len(read.live), skipped)
+            return self._explained(call, context, now, always_pool)
+
+    async def aretrieve_pools(
+        self,
+        namespace: tuple[str, ...],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any] | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+        max_always_tokens: int | None = None,
+        always_pool: bool = True,
+    ) -> dict[str, list[Item]]:
+        """The async twin of :meth:`retrieve_pools` (its read does not block the event loop)."""
+        decided, items = await self._adecide(namespace, pools, context, now, max_always_tokens,
+                                             filter=filter, always_pool=always_pool)
+        return {name: [items[d.index] for d in picked] for name, picked in decided.items()}
+
+    async def aexplain_pools(
+        self,
+        namespace: tuple[str, ...],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any] | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+        max_always_tokens: int | None = None,
+        always_pool: bool = True,
+    ) -> StoreExplanation:
+        """The async twin of :meth:`explain_pools`."""
+        if not self._database:
+            return await asyncio.to_thread(
+                self.explain_pools, namespace, pools, context, filter=filter, now=now,
+                max_always_tokens=max_always_tokens, always_pool=always_pool)
+        async with self._acalling(namespace, pools, max_always_tokens, filter, None) as call:
+            return self._explained(call, context, now, always_pool)
 
     def entries(self, namespace: tuple[str, ...]) -> list[Mapping[str, Any]]:
         """The entries a pool-split read of ``namespace`` would give the core now, in order.
@@ -706,6 +911,8 @@ class PoolSplitStore(BaseStore):
         as the store's own ``search`` is).
         """
         prefix = _check_namespace(namespace)
+        if self._database:
+            return list(self._snapshot(prefix, self._read_database(prefix)).live)
         with self._lock:
             read = self._read(prefix)
             keep = _not_replaced_by(read.live, read.refused)
@@ -716,13 +923,18 @@ class PoolSplitStore(BaseStore):
 
         Afterwards the index holds exactly what the store holds: new and
         changed items in, deleted ones out (items with a problem held out).
+        Over a database store there is no index: every read is fresh, and this
+        does nothing.
         """
+        if self._database:
+            return
         with self._lock:
             prefixes = list(self._views) if namespace is None else [_check_namespace(namespace)]
             for prefix in prefixes:
                 view = self._views.get(prefix)
                 if view is None:
                     self._load(prefix)
+                    self._evict_surplus()
                 else:
                     self._reconcile(view)
 
@@ -747,14 +959,92 @@ class PoolSplitStore(BaseStore):
         ``bound``: the user a namespace template named (see :meth:`_tenancy`).
         """
         with self._calling(namespace, pools, max_always_tokens, filter, bound) as call:
-            read, view = call.read, call.read.view
-            decided = view.prepared.decide(call.pools, context, now=now,
-                                           always_pool=always_pool, **call.core)
-            stored = len(view.prepared)
-            items = {d.index: view.items[d.entry["id"]] if d.index < stored
-                     else read.live_items[d.index - stored]
-                     for picked in decided.values() for d in picked}
+            return self._decided(call, context, now, always_pool)
+
+    async def _adecide(
+        self,
+        namespace: tuple[str, ...],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any] | None,
+        now: datetime | None,
+        max_always_tokens: int | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        bound: str | None = None,
+        always_pool: bool = True,
+    ) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
+        """The async twin of :meth:`_decide`."""
+        if not self._database:
+            return await asyncio.to_thread(
+                self._decide, namespace, pools, context, now, max_always_tokens,
+                filter=filter, bound=bound, always_pool=always_pool)
+        async with self._acalling(namespace, pools, max_always_tokens, filter, bound) as call:
+            return self._decided(call, context, now, always_pool)
+
+    def _decided(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
+                 always_pool: bool) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
+        """The core's loaded Decisions for a bound call, and each one's Item by index."""
+        def run(call: _Call) -> dict[str, list[Decision]]:
+            return call.read.view.prepared.decide(call.pools, context, now=now,
+                                                  always_pool=always_pool, **call.core)
+
+        call, decided = self._core(call, run)
+        read, view = call.read, call.read.view
+        stored = len(view.prepared)
+        items = {d.index: view.items[d.entry["id"]] if d.index < stored
+                 else read.live_items[d.index - stored]
+                 for picked in decided.values() for d in picked}
         return decided, items
+
+    def _explained(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
+                   always_pool: bool) -> StoreExplanation:
+        """The core's explanation of a bound call, with how fresh its read was."""
+        def run(call: _Call) -> Explanation:
+            return call.read.view.prepared.explain_pools(call.pools, context, now=now,
+                                                         always_pool=always_pool, **call.core)
+
+        call, got = self._core(call, run)
+        read = call.read
+        staleness = self.clock() - read.view.polled
+        corrections = sum(entry.get("scope") == "always" for entry in read.live)
+        return StoreExplanation(got, call.prefix, staleness, self.refresh_interval,
+                                self.reconcile_interval, corrections,
+                                read.skipped(call.listed), engine=read.view.engine)
+
+    def _core(self, call: _Call, run: Callable[[_Call], _T]) -> tuple[_Call, _T]:
+        """``run(call)``; over a database read, an entry the core refuses is held out.
+
+        A database read checks items with :mod:`poolsplit_core.checks` only
+        (cheap); should the core refuse one, each is tried alone, the refused
+        ones are skipped (logged, listed) and the call runs again.
+        """
+        try:
+            return call, run(call)
+        except (TypeError, ValueError):
+            if not isinstance(call.read.view, _Unindexed):
+                raise
+            read = call.read
+            kept = [(item, entry) for item, entry in zip(read.live_items, read.live)
+                    if not self._refused(item, entry, call.prefix, read.refused)]
+            if len(kept) == len(read.live):
+                raise  # not an entry's fault
+        tried = _Read(read.view, [item for item, _ in kept], [entry for _, entry in kept],
+                      read.refused)
+        call = self._bind(call.prefix, call.pools, call.core["max_always_tokens"], call.asked,
+                          call.bound, tried)
+        return call, run(call)
+
+    def _refused(self, item: Item, entry: dict[str, Any], prefix: tuple[str, ...],
+                 refused: dict[Any, _Skipped]) -> bool:
+        """Whether the core refuses ``entry`` alone; if so it joins ``refused`` (and is logged)."""
+        try:
+            PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
+        except (TypeError, ValueError) as exc:
+            skipped = _Skipped(item, entry, (f"{_item_label(item)}: {exc}",))
+            refused[entry["id"]] = skipped
+            self._report(prefix, skipped)
+            return True
+        return False
 
     @contextmanager
     def _calling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
@@ -769,12 +1059,33 @@ class PoolSplitStore(BaseStore):
             checked = check_pools_arg(pools)
             limit = check_max_always_tokens(max_always_tokens)
             asked = self._asked(prefix, filter, bound)
+            if self._database:
+                read = self._snapshot(prefix, self._read_database(prefix))
+                yield self._bind(prefix, checked, limit, asked, bound, read)
+                return
             with self._lock:
-                read = self._read(prefix)
-                where, include, listed = self._tenancy(prefix, read, asked, bound)
-                yield _Call(prefix, checked, read, listed, {
-                    "extra": read.live, "where": where, "include": include,
-                    "max_always_tokens": limit})
+                yield self._bind(prefix, checked, limit, asked, bound, self._read(prefix))
+
+    @asynccontextmanager
+    async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
+                        max_always_tokens: Any, filter: Any,
+                        bound: str | None) -> AsyncIterator[_Call]:
+        """The async twin of :meth:`_calling`, for a database store (read in the event loop)."""
+        prefix = _check_namespace(namespace)
+        with _naming(prefix):
+            checked = check_pools_arg(pools)
+            limit = check_max_always_tokens(max_always_tokens)
+            asked = self._asked(prefix, filter, bound)
+            read = self._snapshot(prefix, await self._aread_database(prefix))
+            yield self._bind(prefix, checked, limit, asked, bound, read)
+
+    def _bind(self, prefix: tuple[str, ...], pools: list[Pool], limit: int | None,
+              asked: dict[str, Any] | None, bound: str | None, read: _Read) -> _Call:
+        """A read bound to its tenant (:meth:`_tenancy`): the core's keywords for this call."""
+        where, include, listed = self._tenancy(prefix, read, asked, bound)
+        return _Call(prefix, pools, read, listed, {
+            "extra": read.live, "where": where, "include": include,
+            "max_always_tokens": limit}, asked, bound)
 
     def _asked(self, prefix: tuple[str, ...], filter: Any,
                bound: str | None) -> dict[str, Any] | None:
@@ -835,11 +1146,7 @@ class PoolSplitStore(BaseStore):
         A correction with a problem is held out (and logged) like any item;
         one unchanged since the index read it is not checked again.
         """
-        view = self._views.get(prefix)
-        if view is None:
-            view = self._load(prefix)
-        else:
-            self._catch_up(view)
+        view = self._view(prefix)
         live_items: list[SearchItem] = []
         live: list[dict[str, Any]] = []
         refused: dict[Any, _Skipped] = {}
@@ -864,6 +1171,67 @@ class PoolSplitStore(BaseStore):
                 live_items.append(item)
                 live.append(entry)
         return _Read(view, live_items, live, refused)
+
+    def _read_database(self, prefix: tuple[str, ...]) -> list[SearchItem]:
+        """Every item under ``prefix``, read from the database in one statement."""
+        from poolsplit_integrations._postgres import read_namespace
+        try:
+            return read_namespace(self.store, prefix)
+        except Exception as exc:
+            raise self._lost(prefix, exc) from exc
+
+    async def _aread_database(self, prefix: tuple[str, ...]) -> list[SearchItem]:
+        from poolsplit_integrations._postgres import aread_namespace
+        try:
+            return await aread_namespace(self.store, prefix)
+        except Exception as exc:
+            raise self._lost(prefix, exc) from exc
+
+    def _lost(self, prefix: tuple[str, ...], exc: BaseException) -> BaseException:
+        """A lost or refused connection as a ConnectionError naming the namespace; else ``exc``."""
+        if not _is_connection_error(exc):
+            return exc
+        return ConnectionError(f"PoolSplitStore could not read namespace {prefix!r} from its"
+                               f" {type(self.store).__name__}: {exc}")
+
+    def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem]) -> _Read:
+        """A database read as the call's entries: every item, those with a problem held out.
+
+        The verdict on an item (its entry, its problems) is kept while its
+        ``updated_at`` and value stay the same (:data:`VERDICTS_KEPT` at most).
+        """
+        live_items: list[SearchItem] = []
+        live: list[dict[str, Any]] = []
+        refused: dict[Any, _Skipped] = {}
+        verdicts = self._verdicts
+        for item in items:
+            name = (tuple(item.namespace), item.key)
+            with self._lock:
+                kept = verdicts.get(name)
+                if kept is not None:
+                    verdicts.move_to_end(name)
+            if kept is not None and _unchanged(kept[0], item):
+                # the same value: the same entry, but a new dict (the core sees it per call)
+                entry, problems = (None if kept[1] is None else
+                                   item_to_entry(item.namespace, item.key, item.value,
+                                                 created_at=item.created_at,
+                                                 read_from=prefix)), kept[2]
+            else:
+                entry, problems = self._problems(item, prefix)
+                with self._lock:
+                    verdicts[name] = (item, entry, problems)
+                    if len(verdicts) > VERDICTS_KEPT:
+                        verdicts.popitem(last=False)
+            if entry is None or problems:
+                skipped = _Skipped(item, entry, problems)
+                refused[item_entry_id(item.namespace, item.key, prefix)] = skipped
+                self._report(prefix, skipped)
+            else:
+                live_items.append(item)
+                live.append(entry)
+        view = _Unindexed(PreparedStore(token_counter=self.token_counter,
+                                        is_active=self.is_active), self.clock())
+        return _Read(view, live_items, live, refused)  # type: ignore[arg-type]
 
     def _problems(self, item: Item, prefix: tuple[str, ...], *, trial: bool = False
                   ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
@@ -903,29 +1271,27 @@ class PoolSplitStore(BaseStore):
 
     def _search_all(self, prefix: tuple[str, ...],
                     filter: dict[str, Any] | None = None) -> list[SearchItem]:
-        """Every item under ``prefix`` (matching ``filter``), read page by page.
+        """Every item under ``prefix`` (matching ``filter``), in one ``search`` call.
 
-        Newest first where the store lists that way. A lost connection is a
-        ConnectionError naming the namespace and the store.
+        One call is one snapshot: paging would let a delete or an update by
+        another writer between two pages shift rows, and a full read would
+        then drop an item it skipped. Newest first where the store lists that
+        way. A lost connection is a ConnectionError naming the namespace and
+        the store.
         """
-        out: list[SearchItem] = []
-        seen: set[tuple[tuple[str, ...], str]] = set()
-        offset = 0
-        while True:
-            page = self._search(prefix, filter, self.page_size, offset)
-            for item in page:
-                if (item.namespace, item.key) not in seen:  # a write mid-read shifts pages
-                    seen.add((item.namespace, item.key))
-                    out.append(item)
-            if len(page) < self.page_size:
-                return out
-            offset += len(page)
+        return self._search(prefix, filter, FULL_READ_LIMIT, 0)
 
     def _search(self, prefix: tuple[str, ...], filter: dict[str, Any] | None, limit: int,
                 offset: int) -> list[SearchItem]:
-        try:
+        with self._reading(prefix):
             return self.store.search(prefix, filter=filter, limit=limit, offset=offset,
                                      refresh_ttl=False)
+
+    @contextmanager
+    def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
+        """Make a lost connection while reading ``prefix`` a ConnectionError naming it."""
+        try:
+            yield
         except Exception as exc:
             if _is_connection_error(exc):
                 raise ConnectionError(
@@ -938,8 +1304,10 @@ class PoolSplitStore(BaseStore):
         """A cold read: every item under ``prefix``, prepared once; items with a problem held out.
 
         The core reads every entry in one build; only when it refuses one is
-        each entry tried alone, to hold out just the refused ones.
+        each entry tried alone, to hold out just the refused ones. The view
+        becomes the most recently read one.
         """
+        self._contest(prefix)
         items = self._search_all(prefix)
         view = _View(self, prefix, PreparedStore(token_counter=self.token_counter,
                                                  is_active=self.is_active), self.clock())
@@ -971,43 +1339,82 @@ class PoolSplitStore(BaseStore):
         self._views[prefix] = view
         return view
 
-    def _catch_up(self, view: _View) -> None:
+    def _view(self, prefix: tuple[str, ...]) -> _View:
+        """The view of ``prefix``, caught up, made the most recently read; others evicted.
+
+        Views not read for ``evict_after`` seconds (this one too: it is then
+        read cold), then the least recently read beyond ``max_namespaces``,
+        are dropped.
+        """
         now = self.clock()
-        if now - view.reconciled >= self.reconcile_interval:
+        self._evict_idle(now)
+        view = self._views.pop(prefix, None)
+        if view is None:
+            view = self._load(prefix)
+        else:
+            self._views[prefix] = view  # the most recently read: last
+            self._catch_up(view)
+        view.used = now
+        self._evict_surplus()
+        return view
+
+    def _evict_idle(self, now: float) -> None:
+        """Drop the views not read for ``evict_after`` seconds (the oldest are first)."""
+        while self._views:
+            prefix, view = next(iter(self._views.items()))
+            if now - view.used < self.evict_after:
+                return
+            del self._views[prefix]
+
+    def _evict_surplus(self) -> None:
+        """Drop the least recently read views beyond ``max_namespaces``."""
+        while len(self._views) > self.max_namespaces:
+            del self._views[next(iter(self._views))]
+
+    def _catch_up(self, view: _View) -> None:
+        """Bring the view up to date as the intervals and its pending re-reads ask."""
+        now = self.clock()
+        if view.needs_full or now - view.reconciled >= self.reconcile_interval:
             self._reconcile(view)
         elif now - view.polled >= self.refresh_interval:
             self._poll(view)
+        if view.recheck:
+            self._reread(view)
 
     def _poll(self, view: _View) -> None:
-        """Read newest-first down to the watermark.
+        """Read newest-first down to the watermark, in one call of ``page_size`` items.
 
-        A store that turns out not to list newest-first is read to the end,
-        which is then a full reconcile.
+        That call is applied as a full read when it held the whole namespace.
+        A store that turns out not to list newest-first, or more than
+        ``page_size`` items newer than the watermark, is read in full instead
+        (one call: a full read never pages).
         """
         started = self.clock()
         floor = None if view.watermark is None else view.watermark - POLL_MARGIN
-        offset, previous = 0, None
+        self._contest(view.prefix)
+        page = self._search(view.prefix, None, self.page_size, 0)
+        previous = None
         seen: list[SearchItem] = []
-        while True:
-            page = self._search(view.prefix, None, self.page_size, offset)
-            for item in page:
-                if previous is not None and item.updated_at > previous:
-                    self._reconcile(view)  # not newest-first: only a full read is sure
-                    return
-                previous = item.updated_at
-                if floor is not None and item.updated_at < floor:
-                    for fresh in seen:
-                        view.apply(fresh)
-                    view.polled = started
-                    return
-                seen.append(item)
-            if len(page) < self.page_size:
-                self._apply_full(view, seen, started)
+        for item in page:
+            if previous is not None and item.updated_at > previous:
+                self._reconcile(view)  # not newest-first: only a full read is sure
                 return
-            offset += len(page)
+            previous = item.updated_at
+            if floor is not None and item.updated_at < floor:
+                for fresh in seen:
+                    view.apply(fresh)
+                view.polled = started
+                return
+            seen.append(item)
+        if len(page) < self.page_size:
+            self._apply_full(view, seen, started)  # the whole namespace, in one call
+        else:
+            self._reconcile(view)
 
     def _reconcile(self, view: _View) -> None:
+        """A full read of the view's namespace (one ``search`` call), applied."""
         started = self.clock()
+        self._contest(view.prefix)
         self._apply_full(view, self._search_all(view.prefix), started)
 
     def _apply_full(self, view: _View, items: list[SearchItem], started: float) -> None:
@@ -1019,6 +1426,29 @@ class PoolSplitStore(BaseStore):
         for entry_id in [i for i in (*view.items, *view.skipped) if i not in present]:
             view.remove(entry_id)
         view.polled = view.reconciled = started
+        view.needs_full = False
+        view.recheck.clear()
+
+    def _reread(self, view: _View) -> None:
+        """Read the keys marked for a re-read again, and apply them as the store holds them."""
+        targets = sorted(view.recheck)
+        self._contest(view.prefix)
+        with self._reading(view.prefix):
+            got = self.store.batch([GetOp(ns, key, refresh_ttl=False) for ns, key in targets])
+        for target, item in zip(targets, got):
+            view.apply_read_back(target, item, ordered=True)
+        view.recheck.clear()
+
+    def _contest(self, prefix: tuple[str, ...]) -> None:
+        """Mark each read-back in flight under ``prefix`` as overlapped by a read of it.
+
+        Called under the lock by every read that changes a view (no read-back
+        can start or end during it): such a read-back's result cannot be
+        ordered against this read's, so it will not be applied, only re-read.
+        """
+        for target in self._in_flight:
+            if target[0][:len(prefix)] == prefix:
+                self._contested.add(target)
 
     def _check_writes(self, writes: Sequence[tuple[Any, Any, Any, str]]) -> None:
         """Refuse, before anything is written, a value the index could not hold or, strict, bad.
@@ -1060,39 +1490,99 @@ class PoolSplitStore(BaseStore):
                             for i, op in enumerate(ops)
                             if isinstance(op, PutOp) and op.value is not None])
 
-    def _targets(self, written: Iterable[tuple[tuple[str, ...], str]]
-                 ) -> list[tuple[tuple[str, ...], str]]:
-        """The written items that some view covers (read back; others are read when asked)."""
-        with self._lock:
-            return list(dict.fromkeys(
-                (ns, key) for ns, key in written
-                if any(ns[:len(prefix)] == prefix for prefix in self._views)))
+    def _covering(self, namespace: tuple[str, ...]) -> list[_View]:
+        """The views whose prefix ``namespace`` starts with."""
+        return [view for prefix, view in self._views.items()
+                if namespace[:len(prefix)] == prefix]
 
-    def _written(self, written: Iterable[tuple[tuple[str, ...], str]]) -> None:
+    def _targets(self, written: Iterable[_Key]) -> list[_Key]:
+        """The written items that some view covers, each now a read-back in flight.
+
+        Only they are read back (others are read when asked). A key with
+        another read-back already in flight is contested: which of the two
+        the store answered last is unknown.
+        """
+        with self._lock:
+            targets = list(dict.fromkeys(
+                (ns, key) for ns, key in written if self._covering(ns)))
+            for target in targets:
+                self._in_flight[target] = self._in_flight.get(target, 0) + 1
+                if self._in_flight[target] > 1:
+                    self._contested.add(target)
+            return targets
+
+    def _written(self, written: Iterable[_Key]) -> None:
+        """Read the written items back into the index; a failed read-back is only logged."""
         targets = self._targets(written)
-        if targets:
+        if not targets:
+            return
+        got = None
+        try:
             got = self.store.batch([GetOp(ns, key, refresh_ttl=False) for ns, key in targets])
+        except Exception as exc:  # the write happened: it must not raise now
+            _warn_read_back(targets, self.store, exc)
+        finally:
             self._apply_written(targets, got)
 
-    async def _awritten(self, written: Iterable[tuple[tuple[str, ...], str]]) -> None:
+    async def _awritten(self, written: Iterable[_Key]) -> None:
+        """The async twin of :meth:`_written`."""
         targets = self._targets(written)
-        if targets:
+        if not targets:
+            return
+        got = None
+        try:
             got = await self.store.abatch(
                 [GetOp(ns, key, refresh_ttl=False) for ns, key in targets])
+        except Exception as exc:  # the write happened: it must not raise now
+            _warn_read_back(targets, self.store, exc)
+        finally:
             self._apply_written(targets, got)
 
-    def _apply_written(self, targets: list[tuple[tuple[str, ...], str]],
-                       got: list[Result]) -> None:
-        """The items as the store holds them after a write: upserted, or deleted if gone."""
+    def _apply_written(self, targets: list[_Key], got: list[Result] | None) -> None:
+        """End the read-backs of ``targets``: apply each result the index can order.
+
+        ``got`` None (the read-back failed): every view covering a target is
+        read in full before its next answer. A result is applied only when no
+        other read of its key overlapped it in flight and it is not older
+        than the item held (:meth:`_View.apply_read_back`); otherwise its key
+        is read again before the next answer.
+        """
         with self._lock:
-            for (ns, key), item in zip(targets, got):
-                for prefix, view in self._views.items():
-                    if ns[:len(prefix)] != prefix:
-                        continue
-                    if isinstance(item, Item):
-                        view.apply(item, polled=False)
+            for i, target in enumerate(targets):
+                contested = self._end_read_back(target)
+                for view in self._covering(target[0]):
+                    if got is None:
+                        view.needs_full = True
+                    elif contested:
+                        view.recheck.add(target)
                     else:
-                        view.remove(item_entry_id(ns, key, prefix))
+                        view.apply_read_back(target, got[i])
+
+    def _end_read_back(self, target: _Key) -> bool:
+        """Count one read-back of ``target`` as ended; whether another read overlapped it."""
+        contested = target in self._contested
+        left = self._in_flight.pop(target) - 1
+        if left:
+            self._in_flight[target] = left
+        else:
+            self._contested.discard(target)
+        return contested
+
+    def _unsure(self, written: Iterable[_Key]) -> None:
+        """A write raised, yet may have committed: read each covering view in full next."""
+        with self._lock:
+            for ns, _ in written:
+                for view in self._covering(tuple(ns)):
+                    view.needs_full = True
+
+    @contextmanager
+    def _writing(self, written: Sequence[_Key]) -> Iterator[None]:
+        """Run a write of ``written``; if it raises, mark them with :meth:`_unsure`."""
+        try:
+            yield
+        except BaseException:
+            self._unsure(written)
+            raise
 
 
 def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
@@ -1132,6 +1622,15 @@ def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
 
 def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:
     return [(tuple(op.namespace), str(op.key)) for op in ops if isinstance(op, PutOp)]
+
+
+def _warn_read_back(targets: Sequence[_Key], store: BaseStore, exc: BaseException) -> None:
+    """Log that a write happened but reading it back failed (the index reads it in full next)."""
+    logger.warning(
+        "PoolSplitStore wrote %s but could not read %s back from its %s (%s: %s); the write"
+        " happened, and each namespace read holding it is read in full before its next answer",
+        ", ".join(f"{ns!r} key {key!r}" for ns, key in targets),
+        "it" if len(targets) == 1 else "them", type(store).__name__, type(exc).__name__, exc)
 
 
 def _not_replaced_by(live: Sequence[Mapping[str, Any]], refused: Iterable[Any] = ()
@@ -1315,6 +1814,24 @@ class PoolSplitStoreRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        filled, k, context, filter = self._call(query, kwargs)
+        decided, items = self.store._decide(filled.namespace, self.pools, context, self.now,
+                                            self.max_always_tokens, filter=filter,
+                                            bound=filled.user)
+        return _documents(decided, items, k)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        filled, k, context, filter = self._call(query, kwargs)
+        decided, items = await self.store._adecide(filled.namespace, self.pools, context,
+                                                   self.now, self.max_always_tokens,
+                                                   filter=filter, bound=filled.user)
+        return _documents(decided, items, k)
+
+    def _call(self, query: str, kwargs: dict[str, Any]
+              ) -> tuple[_Filled, int | None, dict[str, Any], Any]:
+        """The namespace, ``k``, context and filter of one call (checked)."""
         filled = kwargs.pop("namespace", None)
         if filled is not None and not isinstance(filled, _Filled):  # only invoke() fills it
             _refuse_namespace()
@@ -1326,26 +1843,24 @@ class PoolSplitStoreRetriever(BaseRetriever):
         k = self.k if kwargs.get("k") is None else check_k(kwargs["k"])
         context = build_context(self.context, query, project=kwargs.get("project"),
                                 tags=kwargs.get("tags"))
-        decided, items = self.store._decide(filled.namespace, self.pools, context, self.now,
-                                            self.max_always_tokens, filter=kwargs.get("filter"),
-                                            bound=filled.user)
-        entries = {d.index: d.entry for picked in decided.values() for d in picked}
-        docs = []
-        for d in assemble(decided, k):
-            item = items[d.index]
-            metadata = {name: value for name, value in item.value.items() if name != "content"}
-            metadata["namespace"] = tuple(item.namespace)
-            metadata["key"] = item.key
-            docs.append(Document(
-                page_content=str(entries[d.index].get("content", "")),
-                metadata=result_metadata(metadata, d),
-            ))
-        return docs
+        return filled, k, context, kwargs.get("filter")
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        return self._get_relevant_documents(query, run_manager=run_manager.get_sync(), **kwargs)
+
+def _documents(decided: Mapping[str, list[Decision]], items: Mapping[int, Item],
+               k: int | None) -> list[Document]:
+    """The loaded items as Documents: corrections first, then ``k`` picks round-robin."""
+    entries = {d.index: d.entry for picked in decided.values() for d in picked}
+    docs = []
+    for d in assemble(decided, k):
+        item = items[d.index]
+        metadata = {name: value for name, value in item.value.items() if name != "content"}
+        metadata["namespace"] = tuple(item.namespace)
+        metadata["key"] = item.key
+        docs.append(Document(
+            page_content=str(entries[d.index].get("content", "")),
+            metadata=result_metadata(metadata, d),
+        ))
+    return docs
 
 
 def _refuse_namespace() -> NoReturn:

@@ -76,3 +76,11 @@ def bare_store(request: pytest.FixtureRequest):
     store, close = open_store(request.param, uri)
     yield store
     close()
+
+
+@pytest.fixture(params=[backend for backend in BACKENDS if backend != "postgres"])
+def indexed_store(request: pytest.FixtureRequest):
+    """An empty store whose pool-split reads use the in-process index (not PostgreSQL)."""
+    store, close = open_store(request.param, None)
+    yield store
+    close()

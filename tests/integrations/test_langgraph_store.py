@@ -266,7 +266,8 @@ def test_a_correction_another_writer_adds_loads_on_the_very_next_query(bare_stor
     assert promoted["notes"][0].key == "n3"
 
 
-def test_other_writers_items_arrive_within_refresh_and_deletes_within_reconcile(bare_store):
+def test_other_writers_items_arrive_within_refresh_and_deletes_within_reconcile(indexed_store):
+    bare_store = indexed_store
     clock = Clock()
     mine = PoolSplitStore(bare_store, refresh_interval=5, reconcile_interval=60, clock=clock)
     other = PoolSplitStore(bare_store)
@@ -292,7 +293,34 @@ def test_other_writers_items_arrive_within_refresh_and_deletes_within_reconcile(
     assert mine.explain_pools(NS, pools, now=NOW).staleness == 3.0
 
 
-def test_refresh_forces_a_full_read(bare_store):
+def test_over_postgresql_every_read_is_the_database_now(postgres_ready):
+    """Another writer's add, change and delete are in the very next read: no interval."""
+    from tests.integrations.conftest import open_store
+
+    bare, close = open_store("postgres", postgres_ready)
+    try:
+        clock = Clock()
+        mine = PoolSplitStore(bare, refresh_interval=1000, reconcile_interval=1000, clock=clock)
+        other = PoolSplitStore(bare)
+        mine.put(NS, "old", {"content": "budget review", "type": "task"})
+        pools = [Pool("all", max_tokens=100, max_entries=10)]
+        assert keys(mine.retrieve_pools(NS, pools, now=NOW)) == {"all": ["old"]}
+        other.put(NS, "new", {"content": "release notes", "type": "task"})
+        other.put(NS, "old", {"content": "budget review moved", "type": "task"})
+        got = mine.retrieve_pools(NS, pools, now=NOW)  # the clock never moves
+        assert sorted(keys(got)["all"]) == ["new", "old"]
+        assert {i.key: i.value["content"] for i in got["all"]}["old"] == "budget review moved"
+        other.delete(NS, "new")
+        assert keys(mine.retrieve_pools(NS, pools, now=NOW)) == {"all": ["old"]}
+        explained = mine.explain_pools(NS, pools, now=NOW)
+        assert (explained.engine, explained.staleness) == ("snapshot", 0.0)
+        assert mine._views == {}  # nothing of the namespace is kept
+    finally:
+        close()
+
+
+def test_refresh_forces_a_full_read(indexed_store):
+    bare_store = indexed_store
     mine = PoolSplitStore(bare_store, refresh_interval=1000, reconcile_interval=1000,
                           clock=Clock())
     other = PoolSplitStore(bare_store)
