@@ -225,10 +225,25 @@ def _reads_database(store: BaseStore) -> bool:
     return is_database_store(store)
 
 
+# SQLSTATEs of a lost or refused connection: class 08, and the server shutting down.
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+#: SQLSTATE of a statement the server cancelled (statement_timeout).
+_CANCELLED = "57014"
+
+
 def _is_connection_error(exc: BaseException) -> bool:
-    """True for a lost or refused database connection (psycopg, sqlite3, sockets)."""
-    return isinstance(exc, OSError) or type(exc).__name__ in (
-        "OperationalError", "InterfaceError", "PoolTimeout")
+    """True for a lost or refused database connection (psycopg, its pool, sqlite3, sockets).
+
+    A driver error carrying an SQLSTATE counts only when that state says so
+    (a cancelled statement or a constraint is not a lost connection).
+    """
+    if isinstance(exc, OSError):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        return str(state).startswith(_CONNECTION_STATES)
+    return any(cls.__name__ in ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed")
+               for cls in type(exc).__mro__)
 
 
 def _redact(conn_string: str) -> str:
@@ -1188,11 +1203,19 @@ class PoolSplitStore(BaseStore):
             raise self._lost(prefix, exc) from exc
 
     def _lost(self, prefix: tuple[str, ...], exc: BaseException) -> BaseException:
-        """A lost or refused connection as a ConnectionError naming the namespace; else ``exc``."""
+        """A failed read as an error naming the namespace.
+
+        A lost or refused connection is a ConnectionError, a statement the
+        server cancelled (its ``statement_timeout``) a TimeoutError; any other
+        error is ``exc`` itself.
+        """
+        where = f"namespace {prefix!r} from its {type(self.store).__name__}"
+        if getattr(exc, "sqlstate", None) == _CANCELLED:
+            return TimeoutError(f"PoolSplitStore's read of {where} was cancelled by the server"
+                                f" (statement_timeout): {exc}")
         if not _is_connection_error(exc):
             return exc
-        return ConnectionError(f"PoolSplitStore could not read namespace {prefix!r} from its"
-                               f" {type(self.store).__name__}: {exc}")
+        return ConnectionError(f"PoolSplitStore could not read {where}: {exc}")
 
     def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem]) -> _Read:
         """A database read as the call's entries: every item, those with a problem held out.
@@ -1577,11 +1600,23 @@ class PoolSplitStore(BaseStore):
 
     @contextmanager
     def _writing(self, written: Sequence[_Key]) -> Iterator[None]:
-        """Run a write of ``written``; if it raises, mark them with :meth:`_unsure`."""
+        """Run a write of ``written``; if it raises, mark them with :meth:`_unsure`.
+
+        A lost or refused connection is re-raised as a ConnectionError naming
+        the store (the write may or may not have committed).
+        """
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             self._unsure(written)
+            if isinstance(exc, Exception) and not isinstance(exc, OSError) \
+                    and _is_connection_error(exc):
+                keys = ", ".join(f"{ns!r} key {key!r}" for ns, key in written[:3])
+                more = f" (and {len(written) - 3} more)" if len(written) > 3 else ""
+                raise ConnectionError(
+                    f"PoolSplitStore could not complete a write of {keys}{more} to its"
+                    f" {type(self.store).__name__} (it may or may not have committed): {exc}"
+                ) from exc
             raise
 
 

@@ -115,7 +115,8 @@ def test_an_unreachable_database_is_a_clear_error_and_nothing_is_kept(mine, post
     store.put(NS, "a", {"content": "alpha"})
     assert [e["id"] for e in store.entries(NS)] == ["a"]
     store.store.conn.close()  # the database goes away
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises(ConnectionError, match=r"could not complete a write of \('memories',"
+                                              r" 'two-processes'\) key 'b'.*PostgresStore"):
         store.put(NS, "b", {"content": "beta"})
     with pytest.raises(ConnectionError, match=r"could not read namespace \('other',\)"
                                               r".*PostgresStore"):
