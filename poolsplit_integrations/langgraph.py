@@ -1020,7 +1020,8 @@ class PoolSplitStore(BaseStore):
 
         call, got = self._core(call, run)
         read = call.read
-        staleness = self.clock() - read.view.polled
+        # (a database read is the database at the call: nothing older answered)
+        staleness = 0.0 if read.view.engine == "snapshot" else self.clock() - read.view.polled
         corrections = sum(entry.get("scope") == "always" for entry in read.live)
         return StoreExplanation(got, call.prefix, staleness, self.refresh_interval,
                                 self.reconcile_interval, corrections,

@@ -314,6 +314,7 @@ def test_over_postgresql_every_read_is_the_database_now(postgres_ready):
         assert keys(mine.retrieve_pools(NS, pools, now=NOW)) == {"all": ["old"]}
         explained = mine.explain_pools(NS, pools, now=NOW)
         assert (explained.engine, explained.staleness) == ("snapshot", 0.0)
+        assert other.explain_pools(NS, pools, now=NOW).staleness == 0.0  # a real clock too
         assert mine._views == {}  # nothing of the namespace is kept
     finally:
         close()
