@@ -65,7 +65,7 @@ bench-build: $(VENV)/.dev  ## what a pure-Python word index costs to build, next
 	$(BIN)/python benchmarks/build_floor.py
 
 # The core file against an earlier revision's, timed side by side in one process.
-BASE ?= c88fe01
+BASE ?= d1a50f3
 # A revision without poolsplit_core/prepared.py holds the prepared store in its core file.
 bench-compare: $(VENV)/.dev  ## the core against an earlier revision's (BASE=REV), new/old per path
 	git show $(BASE):poolsplit_core/poolsplit.py > $(VENV)/base_poolsplit.py
