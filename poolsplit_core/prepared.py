@@ -490,6 +490,10 @@ class PreparedStore:
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         extra = _check_entries(extra)
+        if extra and not len(self):  # nothing indexed: indexing the extras costs more
+            return self._decided_unindexed(_call_pools(checked, always_pool), context, scorer,
+                                           now, extra, _both(_matcher(where), include),
+                                           max_always_tokens)
         walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, extra,
                             where, include, max_always_tokens)
         if walked is None:
@@ -507,6 +511,33 @@ class PreparedStore:
             decided += [_loaded(chosen[i], at, "selected", name, p.score, p.cost, ranked + n)
                         for n, (i, at, p) in enumerate(zip(
                             selected, positions(selected), got.selected))]
+            out[name] = decided
+        return out
+
+    def _decided_unindexed(
+        self,
+        pools: List[Pool],
+        context: Optional[Mapping[str, Any]],
+        scorer: Scorer,
+        now: Optional[datetime],
+        extra: List[Mapping[str, Any]],
+        keep: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
+    ) -> Dict[str, List[Decision]]:
+        """:meth:`decide` over the extras alone, by the core's stateless engine (no index)."""
+        kept = list(range(len(extra))) if keep is None else [
+            i for i, entry in enumerate(extra) if keep(entry)]
+        call = core._Call([extra[i] for i in kept], context, scorer, self.token_counter,
+                          self.is_active, now)
+        entries = call.entries
+        out: Dict[str, List[Decision]] = {}
+        for name, got in core.fill_pools(call, pools, max_always_tokens).items():
+            decided = [_loaded(entries[i], kept[i], "always", name, None, call.cost(i), rank)
+                       for rank, i in enumerate(got.always)]
+            ranked = len(decided)
+            decided += [_loaded(entries[c.position], kept[c.position], "selected", name,
+                                c.score, c.cost, ranked + n)
+                        for n, c in enumerate(got.selected)]
             out[name] = decided
         return out
 

@@ -157,6 +157,9 @@ def check_prepared(rng, store):
                                      include=include)) == loaded
     check_explanation(plain.explain_pools(pools, context, now=now, extra=extra, include=include),
                       everything, decisions, ledgers, keep)
+    # nothing indexed, every entry this query's extra: the stateless engine answers
+    assert rows(PreparedStore().decide(pools, context, now=now, extra=everything,
+                                       include=include)) == loaded
 
     # 3) a tenant's query: where= on the partition key (and sometimes one more key)
     where = {"user_id": rng.choice((*s.NEAR_USERS, "nobody"))}
