@@ -171,7 +171,7 @@ logger = logging.getLogger("poolsplit")
 #: given; past it, it forgets them all (a warning may then come again).
 WARNED_LIMIT = 10_000
 #: How many verdicts on database items (checked value, by namespace and key) are kept.
-VERDICTS_KEPT = 65_536
+VERDICTS_KEPT = 16_384
 
 _T = TypeVar("_T")
 
@@ -647,9 +647,10 @@ class PoolSplitStore(BaseStore):
         self._lock = threading.RLock()
         #: Pool-split reads go to the database (LangGraph's PostgreSQL stores): no index.
         self._database = _reads_database(store)
-        #: Recent verdicts on database items: (namespace, key) -> (item, entry, problems).
+        #: Recent verdicts on database items: (namespace, key) -> (the item as checked,
+        #: whether its value is a mapping, its problems).
         self._verdicts: OrderedDict[tuple[tuple[str, ...], str],
-                                    tuple[Item, dict[str, Any] | None, tuple[str, ...]]]
+                                    tuple[Item, bool, tuple[str, ...]]]
         self._verdicts = OrderedDict()
         #: The (namespace, key, problem) triples of skipped items already logged.
         self._warned: set[tuple[tuple[str, ...], str, str]] = set()
@@ -688,8 +689,11 @@ class PoolSplitStore(BaseStore):
         kwargs: dict[str, Any] = {"connect_timeout": max(1, round(connect_timeout))}
         if statement_timeout is not None:
             kwargs["options"] = f"-c statement_timeout={max(1, round(statement_timeout * 1000))}"
+        # A pool retries a lost server with growing pauses; giving up after
+        # connect_timeout lets the next call after a restart connect at once.
         pool = {"min_size": 1, "max_size": pool_size, "kwargs": kwargs,
-                "check": ConnectionPool.check_connection, "timeout": connect_timeout}
+                "check": ConnectionPool.check_connection, "timeout": connect_timeout,
+                "reconnect_timeout": connect_timeout}
         with ExitStack() as stack:
             try:
                 inner = stack.enter_context(
@@ -1236,14 +1240,14 @@ class PoolSplitStore(BaseStore):
                     verdicts.move_to_end(name)
             if kept is not None and _unchanged(kept[0], item):
                 # the same value: the same entry, but a new dict (the core sees it per call)
-                entry, problems = (None if kept[1] is None else
+                entry, problems = (None if not kept[1] else
                                    item_to_entry(item.namespace, item.key, item.value,
                                                  created_at=item.created_at,
                                                  read_from=prefix)), kept[2]
             else:
                 entry, problems = self._problems(item, prefix)
                 with self._lock:
-                    verdicts[name] = (item, entry, problems)
+                    verdicts[name] = (item, entry is not None, problems)
                     if len(verdicts) > VERDICTS_KEPT:
                         verdicts.popitem(last=False)
             if entry is None or problems:
@@ -1610,6 +1614,11 @@ class PoolSplitStore(BaseStore):
             yield
         except BaseException as exc:
             self._unsure(written)
+            if getattr(exc, "sqlstate", None) == _CANCELLED:
+                raise TimeoutError(
+                    f"PoolSplitStore's write to its {type(self.store).__name__} was cancelled"
+                    f" by the server (statement_timeout; nothing was committed): {exc}"
+                ) from exc
             if isinstance(exc, Exception) and not isinstance(exc, OSError) \
                     and _is_connection_error(exc):
                 keys = ", ".join(f"{ns!r} key {key!r}" for ns, key in written[:3])
