@@ -1,0 +1,97 @@
+"""Install the core's per-row readings as SQL functions, in the schema :data:`SCHEMA`.
+
+``sql/poolsplit_v1.sql`` (package data) defines, in the schema
+``poolsplit_v1``, IMMUTABLE functions that compute from one row of
+LangGraph's ``store`` table exactly what the core computes for the entry the
+row becomes (type, activity, scope, cost, base priority, created, words, the
+default score), and ``poolsplit_v1.regular(value)``, true for the rows they
+are exact on. :func:`setup` installs them once per database; :func:`installed`
+says whether it has been.
+
+The functions of a version never change once installed (an expression index
+over a replaced function keeps its old values): a changed reading is a new
+schema, ``poolsplit_v2``, with its own file and :data:`VERSION`.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA", "VERSION", "installed", "setup", "sql_text"]
+
+#: The schema the functions live in.
+SCHEMA = "poolsplit_v1"
+#: The version recorded in ``poolsplit_v1.installed`` once the file is installed.
+VERSION = 1
+#: The transaction-level advisory lock every install takes (b"poolsplt" as an int8).
+_LOCK = int.from_bytes(b"poolsplt", "big")
+_MIN_SERVER = 140000  # SQL-standard function bodies (RETURN / BEGIN ATOMIC)
+
+
+def sql_text() -> str:
+    """The SQL file that defines the functions (read from the package's data)."""
+    return (resources.files("poolsplit_integrations") / "sql" / f"{SCHEMA}.sql").read_text(
+        encoding="utf-8")
+
+
+def setup(conn: psycopg.Connection[Any]) -> bool:
+    """Install the functions in ``conn``'s database, once; True when this call installed them.
+
+    Idempotent and safe to run from many connections at once: the install runs
+    in one transaction under a transaction-level advisory lock, and only when
+    ``poolsplit_v1.installed`` does not hold :data:`VERSION` yet (a second
+    caller waits for the first, then finds it installed). ``conn`` may be in
+    autocommit mode or not; without autocommit and with a transaction already
+    open, the install is part of that transaction (a savepoint), committed when
+    the caller commits it. Session settings are left as they were.
+
+    Raises:
+        RuntimeError: PostgreSQL older than 14, or a database whose encoding is not
+            UTF8 (the functions read text as code points).
+    """
+    if conn.info.server_version < _MIN_SERVER:
+        raise RuntimeError(f"{SCHEMA} needs PostgreSQL 14 or later, got server version"
+                           f" {conn.info.server_version}")
+    with conn.transaction():
+        encoding = _one(conn, "SELECT pg_catalog.current_setting('server_encoding')")
+        if encoding != "UTF8":
+            raise RuntimeError(f"{SCHEMA} needs a UTF8 database, got encoding {encoding}")
+        _one(conn, "SELECT pg_catalog.pg_advisory_xact_lock(%s)", (_LOCK,))
+        if _recorded(conn):
+            return False
+        kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
+        conn.execute(sql_text(), prepare=False)  # several statements: the simple protocol
+        conn.execute(f"INSERT INTO {SCHEMA}.installed (version, installed_at)"
+                     " VALUES (%s, pg_catalog.now()) ON CONFLICT (version) DO NOTHING",
+                     (VERSION,))
+        # The file sets search_path for its own definitions (SET LOCAL): put it back, in
+        # case this is a savepoint inside the caller's transaction.
+        _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))
+    return True
+
+
+def installed(conn: psycopg.Connection[Any]) -> bool:
+    """Whether :func:`setup` has installed :data:`VERSION` in ``conn``'s database."""
+    with conn.transaction():
+        return _recorded(conn)
+
+
+def _recorded(conn: psycopg.Connection[Any]) -> bool:
+    found = _one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
+    return bool(found) and bool(_one(
+        conn, f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.installed WHERE version = %s)", (VERSION,)))
+
+
+def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = ()) -> Any:
+    """The first column of the one row ``query`` returns (any row factory)."""
+    cursor = conn.cursor(row_factory=_first)
+    cursor.execute(query, params, prepare=False)
+    return cursor.fetchone()
+
+
+def _first(cursor: Any) -> Any:
+    return lambda values: values[0]
