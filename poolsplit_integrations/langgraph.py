@@ -111,7 +111,7 @@ from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, NoReturn, TypeVar
+from typing import Any, Literal, NamedTuple, NoReturn, TypeVar, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -306,6 +306,8 @@ class _View:
     """The prepared index of one namespace (prefix), as last read from the store."""
 
     engine = "index"  # what StoreExplanation.engine names
+    read_from = "primary"  # StoreExplanation.read_from, .replica_lag
+    replica_lag: float | None = None
 
     # invariants: 1) ``prepared`` holds one entry per item under ``prefix`` as
     # last read that has no problem (PoolSplitStore._problems), its id
@@ -416,7 +418,10 @@ class _Unindexed(NamedTuple):
     polled: float  # when the read ran (monotonic)
     skipped: Mapping[Any, _Skipped] = MappingProxyType({})
     users: frozenset[Any] = frozenset()
-    engine: str = "snapshot"
+    engine: str = "snapshot"  # or "database": the database scores (conn: its snapshot)
+    conn: Any = None
+    read_from: str = "primary"  # or "standby": the hot standby answered (PoolSplitStore(standby=))
+    replica_lag: float | None = None  # its replay lag then, in seconds
 
 
 def _unchanged(old: Item | None, item: Item) -> bool:
@@ -485,6 +490,11 @@ class StoreExplanation:
     was read for this call (LangGraph's PostgreSQL stores: every item read in
     one statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
     index of other stores.
+
+    ``read_from`` is ``"standby"`` when a hot standby answered the read
+    (``PoolSplitStore(standby=...)``), else ``"primary"``; ``replica_lag`` is
+    then how many seconds the standby's replay was behind the primary (0.0
+    when it had replayed all it had received; None when the primary answered).
     """
 
     explanation: Explanation
@@ -495,6 +505,8 @@ class StoreExplanation:
     always_read_live: int
     skipped: tuple[tuple[Any, str], ...] = ()
     engine: str = "index"
+    replica_lag: float | None = None
+    read_from: str = "primary"
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
@@ -545,6 +557,10 @@ class PoolSplitStore(BaseStore):
         require_filter_keys: the keys a pool-split read's filter must hold.
             ``None`` (default): ``("user_id",)`` as soon as an item read
             carries a ``user_id``; ``()`` states a shared store.
+        score_in_database: over a ``PostgresStore`` on which :meth:`setup`
+            has run, let the database score large namespaces (default True;
+            the user guide's "Scoring in the database"); False reads every
+            namespace whole. The answers are the same.
         refresh_interval, reconcile_interval: seconds (module docstring).
         page_size: the most items one poll reads (default 1000); more changes
             than that since the last poll are picked up by a full read, which
@@ -554,6 +570,19 @@ class PoolSplitStore(BaseStore):
         evict_after: seconds (default 600; ``math.inf``: never) a namespace
             stays indexed without being read. A dropped namespace is read
             cold, in full, the next time it is asked for.
+        standby: a second LangGraph ``PostgresStore`` (``AsyncPostgresStore``
+            when ``store`` is one) connected to a hot standby of ``store``'s
+            database. Pool-split reads go to it unless that could hide a write
+            made through this object: after each write the primary's WAL
+            position is kept per namespace, and a read of a namespace whose
+            position the standby has not replayed yet goes to the primary (so
+            does every read while the standby fails: one warning is logged).
+            :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
+            answered. Another process's write shows in a standby read once
+            replayed; for it never to be hidden, writers commit with
+            ``synchronous_commit = remote_apply`` and the standby is listed in
+            the primary's ``synchronous_standby_names`` (see
+            :mod:`poolsplit_integrations._standby`).
 
     Freshness of the in-process index (module docstring): a write through
     this object is read back and applied to the index before it returns,
@@ -605,8 +634,10 @@ class PoolSplitStore(BaseStore):
         clock: Callable[[], float] = time.monotonic,
         strict: bool = True,
         require_filter_keys: Sequence[str] | None = None,
+        score_in_database: bool = True,
         max_namespaces: int = 1024,
         evict_after: float = 600.0,
+        standby: BaseStore | None = None,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
@@ -627,6 +658,9 @@ class PoolSplitStore(BaseStore):
                              f" got {evict_after!r}")
         self.strict = check_strict(strict)
         self.require_filter_keys = check_required_keys(require_filter_keys)
+        if not isinstance(score_in_database, bool):
+            raise TypeError(f"score_in_database must be a bool, got {score_in_database!r}")
+        self.score_in_database = score_in_database
         self.store = store
         self.refresh_interval = float(refresh_interval)
         self.reconcile_interval = float(reconcile_interval)
@@ -647,6 +681,13 @@ class PoolSplitStore(BaseStore):
         self._lock = threading.RLock()
         #: Pool-split reads go to the database (LangGraph's PostgreSQL stores): no index.
         self._database = _reads_database(store)
+        #: Pool-split reads from a hot standby, unless it could hide a write (_standby.py).
+        self._standby: Any = None
+        if standby is not None:
+            from poolsplit_integrations._standby import StandbyReads
+            self._standby = StandbyReads(store, standby)
+        #: Whether the database scores reads (PoolSplitStore.setup ran), and when it was asked.
+        self._in_database_ok: tuple[bool, float] | None = None
         #: Recent verdicts on database items: (namespace, key) -> (the item as checked,
         #: whether its value is a mapping, its problems).
         self._verdicts: OrderedDict[tuple[tuple[str, ...], str],
@@ -659,7 +700,7 @@ class PoolSplitStore(BaseStore):
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, setup: bool = True, strict: bool = True,
                          pool_size: int = 4, statement_timeout: float | None = 30.0,
-                         connect_timeout: float = 5.0,
+                         connect_timeout: float = 5.0, standby_conn_string: str | None = None,
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
@@ -672,8 +713,17 @@ class PoolSplitStore(BaseStore):
         server. ``setup`` creates LangGraph's store tables if needed (its own
         migrations); ``strict`` and the other ``options`` are
         :class:`PoolSplitStore`'s. Needs ``pip install 'poolsplit[postgres]'``.
+
+        ``standby_conn_string``: a hot standby of that server (streaming
+        replication). Its own pool (read-only sessions, the same sizes and
+        timeouts) becomes the ``standby`` store; the primary's connections
+        then commit with ``synchronous_commit = remote_apply``, so that when
+        the primary lists the standby in ``synchronous_standby_names`` every
+        write this store acknowledges is already applied on the standby.
         """
         check_strict(strict)  # before a connection is opened
+        if standby_conn_string is not None and "standby" in options:
+            raise TypeError("pass standby_conn_string or standby, not both")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise ValueError(f"pool_size must be an int >= 1, got {pool_size!r}")
         for name, value in (("statement_timeout", statement_timeout),
@@ -694,19 +744,53 @@ class PoolSplitStore(BaseStore):
         pool = {"min_size": 1, "max_size": pool_size, "kwargs": kwargs,
                 "check": ConnectionPool.check_connection, "timeout": connect_timeout,
                 "reconnect_timeout": connect_timeout}
+        if standby_conn_string is not None:
+            read_only = " ".join([*kwargs.get("options", "").split(),
+                                  "-c default_transaction_read_only=on"])
+            standby_pool = {**pool, "kwargs": {**kwargs, "options": read_only}}
+            kwargs["options"] = " ".join([*kwargs.get("options", "").split(),
+                                          "-c synchronous_commit=remote_apply"])
         with ExitStack() as stack:
             try:
+                if standby_conn_string is not None:  # (not set up: the primary's tables replicate)
+                    options["standby"] = stack.enter_context(
+                        postgres.PostgresStore.from_conn_string(standby_conn_string,
+                                                                pool_config=standby_pool))
                 inner = stack.enter_context(
                     postgres.PostgresStore.from_conn_string(conn_string, pool_config=pool))
+                store = cls(inner, strict=strict, **options)
                 if setup:
-                    inner.setup()
+                    store.setup()
             except Exception as exc:
-                if _is_connection_error(exc):
+                if _is_connection_error(exc) or isinstance(exc.__cause__, ConnectionError):
                     raise ConnectionError(
                         f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
                     ) from exc
                 raise
-            yield cls(inner, strict=strict, **options)
+            yield store
+
+    def setup(self) -> None:
+        """The wrapped store's own setup (LangGraph's migrations), then pool-split's.
+
+        Over LangGraph's ``PostgresStore`` it also installs, idempotently, the
+        schema ``poolsplit_v1`` (SQL functions that read a row as the core
+        reads its entry, a table of each row's readings and the triggers on
+        ``store`` that keep it): from then on the database scores pool-split
+        reads (the user guide's PostgreSQL section). Run it again after an
+        upgrade; every process may run it.
+        """
+        own = getattr(self.store, "setup", None)
+        if own is not None:
+            own()
+        from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
+        if from_postgres:
+            from langgraph.checkpoint.postgres import _internal as pg_internal
+
+            from poolsplit_integrations import _pgengine
+            with self._reading(()), pg_internal.get_connection(
+                    cast(Any, self.store).conn) as conn:
+                _pgengine.setup_entries(conn)
+            self._in_database_ok = None
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -883,7 +967,8 @@ class PoolSplitStore(BaseStore):
         Same arguments, filter and refusals as :meth:`retrieve_pools`; the
         items skipped for a problem are in :attr:`StoreExplanation.skipped`.
         """
-        with self._calling(namespace, pools, max_always_tokens, filter, None) as call:
+        with self._calling(namespace, pools, max_always_tokens, filter, None,
+                           whole=True) as call:
             return self._explained(call, context, now, always_pool)
 
     async def aretrieve_pools(
@@ -1003,6 +1088,9 @@ class PoolSplitStore(BaseStore):
     def _decided(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
                  always_pool: bool) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
         """The core's loaded Decisions for a bound call, and each one's Item by index."""
+        if call.read.view.engine == "database":
+            return self._decided_in_database(call, context, now, always_pool)
+
         def run(call: _Call) -> dict[str, list[Decision]]:
             return call.read.view.prepared.decide(call.pools, context, now=now,
                                                   always_pool=always_pool, **call.core)
@@ -1014,6 +1102,36 @@ class PoolSplitStore(BaseStore):
                  else read.live_items[d.index - stored]
                  for picked in decided.values() for d in picked}
         return decided, items
+
+    def _decided_in_database(self, call: _Call, context: Mapping[str, Any] | None,
+                             now: datetime | None, always_pool: bool
+                             ) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
+        """:meth:`_decided` with the database scoring the rows it reads exactly."""
+        from poolsplit_integrations import _pgengine
+
+        engines: list[_pgengine.DatabaseEngine] = []
+
+        def run(call: _Call) -> dict[str, list[Decision]]:
+            where, include = call.core["where"], call.core["include"]
+
+            def keep(entry: Mapping[str, Any]) -> bool:
+                return (include is None or bool(include(entry))) and (where is None or all(
+                    key in entry and entry[key] == value for key, value in where.items()))
+
+            read = call.read
+            kept = [(item, entry) for item, entry in zip(read.live_items, read.live)
+                    if keep(entry)]
+            engine = _pgengine.DatabaseEngine(
+                cast(_Unindexed, read.view).conn, self.store, call.prefix,
+                [item for item, _ in kept], [entry for _, entry in kept], context, now, keep)
+            engines.append(engine)
+            with self._reading(call.prefix):
+                return _pgengine.decide(engine, call.pools, always_pool,
+                                        call.core["max_always_tokens"])
+
+        call, decided = self._core(call, run)
+        items = engines[-1].items
+        return decided, {d.index: items[d.index] for picked in decided.values() for d in picked}
 
     def _explained(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
                    always_pool: bool) -> StoreExplanation:
@@ -1029,7 +1147,8 @@ class PoolSplitStore(BaseStore):
         corrections = sum(entry.get("scope") == "always" for entry in read.live)
         return StoreExplanation(got, call.prefix, staleness, self.refresh_interval,
                                 self.reconcile_interval, corrections,
-                                read.skipped(call.listed), engine=read.view.engine)
+                                read.skipped(call.listed), engine=read.view.engine,
+                                replica_lag=read.view.replica_lag, read_from=read.view.read_from)
 
     def _core(self, call: _Call, run: Callable[[_Call], _T]) -> tuple[_Call, _T]:
         """``run(call)``; over a database read, an entry the core refuses is held out.
@@ -1068,23 +1187,82 @@ class PoolSplitStore(BaseStore):
 
     @contextmanager
     def _calling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
-                 max_always_tokens: Any, filter: Any, bound: str | None) -> Iterator[_Call]:
+                 max_always_tokens: Any, filter: Any, bound: str | None,
+                 whole: bool = False) -> Iterator[_Call]:
         """One pool-split read: its arguments checked, then, under the lock, read and bound.
 
         The body runs the core under the lock too; a TypeError or ValueError
-        raised in it, or by the checks, names the namespace.
+        raised in it, or by the checks, names the namespace. ``whole``: every
+        item is read (explain_pools accounts for each), never scored in the
+        database.
         """
         prefix = _check_namespace(namespace)
         with _naming(prefix):
             checked = check_pools_arg(pools)
             limit = check_max_always_tokens(max_always_tokens)
             asked = self._asked(prefix, filter, bound)
+            if self._database and not whole and self._scores_in_database(prefix):
+                with self._in_database(prefix) as read:
+                    yield self._bind(prefix, checked, limit, asked, bound, read)
+                return
             if self._database:
                 read = self._snapshot(prefix, self._read_database(prefix))
                 yield self._bind(prefix, checked, limit, asked, bound, read)
                 return
             with self._lock:
                 yield self._bind(prefix, checked, limit, asked, bound, self._read(prefix))
+
+    def _scores_in_database(self, prefix: tuple[str, ...] = ()) -> bool:
+        """Whether the database can score this store's reads (:meth:`setup` has run on it).
+
+        Only for the default token counter and activity test, and a sync
+        store without a shared pipeline; asked of the database once, or again
+        a minute after it said no.
+        """
+        if self._standby is not None:
+            return False  # reads go to the hot standby (_read_database), not scored on the primary
+        if self._in_database_ok is not None:
+            ready, asked = self._in_database_ok
+            if ready or self.clock() - asked < 60.0:
+                return ready
+        from langgraph.store.postgres import PostgresStore
+
+        from poolsplit_integrations import _pgengine
+        ready = (self.score_in_database and isinstance(self.store, PostgresStore)
+                 and self.store.pipe is None
+                 and self.token_counter is default_token_counter
+                 and self.is_active is default_is_active)
+        if ready:
+            with self._reading(prefix), _pgengine.snapshot(self.store) as conn:
+                ready = _pgengine.entries_kept(conn)
+        self._in_database_ok = (ready, self.clock())
+        return ready
+
+    @contextmanager
+    def _in_database(self, prefix: tuple[str, ...]) -> Iterator[_Read]:
+        """One snapshot of the database: the rows read whole, the connection to score the rest."""
+        from poolsplit_integrations import _pgengine
+
+        snapshot = _pgengine.snapshot(self.store)
+        with self._reading(prefix):
+            conn = snapshot.__enter__()
+        try:
+            with self._reading(prefix):
+                small = _pgengine.scored_rows(conn, prefix) < _pgengine.SCORED_FROM
+                if small:  # every item, scored in Python: fewer round trips
+                    items, carries = _pgengine.read_all(conn, self.store, prefix), False
+                else:
+                    items, carries = _pgengine.read_rows(conn, self.store, prefix)
+            if small:
+                yield self._snapshot(prefix, items)
+            else:
+                yield self._snapshot(prefix, items, engine="database", conn=conn,
+                                     carries=carries)
+        except BaseException as exc:
+            if not snapshot.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            snapshot.__exit__(None, None, None)
 
     @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
@@ -1195,17 +1373,32 @@ class PoolSplitStore(BaseStore):
     def _read_database(self, prefix: tuple[str, ...]) -> list[SearchItem]:
         """Every item under ``prefix``, read from the database in one statement."""
         from poolsplit_integrations._postgres import read_namespace
-        try:
+        if self._standby is not None:  # the hot standby, unless it could hide a write
+            got: list[SearchItem] | None = self._standby.read(prefix)
+            if got is not None:
+                return got
+        with self._reading(prefix):
             return read_namespace(self.store, prefix)
-        except Exception as exc:
-            raise self._lost(prefix, exc) from exc
 
     async def _aread_database(self, prefix: tuple[str, ...]) -> list[SearchItem]:
         from poolsplit_integrations._postgres import aread_namespace
-        try:
+        if self._standby is not None:
+            got: list[SearchItem] | None = await self._standby.aread(prefix)
+            if got is not None:
+                return got
+        with self._reading(prefix):
             return await aread_namespace(self.store, prefix)
+
+    @contextmanager
+    def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
+        """Re-raise a failed database read as :meth:`_lost` names it."""
+        try:
+            yield
         except Exception as exc:
-            raise self._lost(prefix, exc) from exc
+            lost = self._lost(prefix, exc)
+            if lost is exc:
+                raise
+            raise lost from exc
 
     def _lost(self, prefix: tuple[str, ...], exc: BaseException) -> BaseException:
         """A failed read as an error naming the namespace.
@@ -1222,7 +1415,8 @@ class PoolSplitStore(BaseStore):
             return exc
         return ConnectionError(f"PoolSplitStore could not read {where}: {exc}")
 
-    def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem]) -> _Read:
+    def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem], *,
+                  engine: str = "snapshot", conn: Any = None, carries: bool = False) -> _Read:
         """A database read as the call's entries: every item, those with a problem held out.
 
         The verdict on an item (its entry, its problems) is kept while its
@@ -1258,7 +1452,12 @@ class PoolSplitStore(BaseStore):
                 live_items.append(item)
                 live.append(entry)
         view = _Unindexed(PreparedStore(token_counter=self.token_counter,
-                                        is_active=self.is_active), self.clock())
+                                        is_active=self.is_active), self.clock(),
+                          users=frozenset(("(a row the database read)",)) if carries
+                          else frozenset(), engine=engine, conn=conn)
+        if getattr(items, "read_from", "primary") != "primary":  # a hot standby answered
+            view = view._replace(read_from=items.read_from,  # type: ignore[attr-defined]
+                                 replica_lag=items.replica_lag)  # type: ignore[attr-defined]
         return _Read(view, live_items, live, refused)  # type: ignore[arg-type]
 
     def _problems(self, item: Item, prefix: tuple[str, ...], *, trial: bool = False
@@ -1314,19 +1513,6 @@ class PoolSplitStore(BaseStore):
         with self._reading(prefix):
             return self.store.search(prefix, filter=filter, limit=limit, offset=offset,
                                      refresh_ttl=False)
-
-    @contextmanager
-    def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
-        """Make a lost connection while reading ``prefix`` a ConnectionError naming it."""
-        try:
-            yield
-        except Exception as exc:
-            if _is_connection_error(exc):
-                raise ConnectionError(
-                    f"PoolSplitStore could not read namespace {prefix!r} from its"
-                    f" {type(self.store).__name__}: {exc}"
-                ) from exc
-            raise
 
     def _load(self, prefix: tuple[str, ...]) -> _View:
         """A cold read: every item under ``prefix``, prepared once; items with a problem held out.
@@ -1541,6 +1727,8 @@ class PoolSplitStore(BaseStore):
 
     def _written(self, written: Iterable[_Key]) -> None:
         """Read the written items back into the index; a failed read-back is only logged."""
+        if self._standby is not None:  # the primary's WAL position, per namespace written
+            self._standby.wrote(ns for ns, _ in written)
         targets = self._targets(written)
         if not targets:
             return
@@ -1554,6 +1742,8 @@ class PoolSplitStore(BaseStore):
 
     async def _awritten(self, written: Iterable[_Key]) -> None:
         """The async twin of :meth:`_written`."""
+        if self._standby is not None:
+            await self._standby.awrote(ns for ns, _ in written)
         targets = self._targets(written)
         if not targets:
             return
@@ -1598,6 +1788,8 @@ class PoolSplitStore(BaseStore):
 
     def _unsure(self, written: Iterable[_Key]) -> None:
         """A write raised, yet may have committed: read each covering view in full next."""
+        if self._standby is not None:  # (its WAL position is read before the next read)
+            self._standby.unsure(ns for ns, _ in written)
         with self._lock:
             for ns, _ in written:
                 for view in self._covering(tuple(ns)):

@@ -50,6 +50,9 @@ SYNC_BLOCKS = 8
 ASYNC_BLOCKS = 3
 CASES_PER_BLOCK = 460  # reads compared per block: 11 * 460 = 5,060 cases
 TOTAL_CASES = (SYNC_BLOCKS + ASYNC_BLOCKS) * CASES_PER_BLOCK
+# The same reads with the database scoring (PoolSplitStore.setup() installed),
+# on every namespace however small: 11 * 460 = 5,060 cases more.
+DATABASE_BLOCKS = 11
 SEED_SPACE = 100_000  # the seeds of block b start at b * SEED_SPACE
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -561,6 +564,7 @@ def bare_and_other(postgres_ready):
 
 def test_the_blocks_add_up_to_the_promised_cases():
     assert TOTAL_CASES >= 5_000
+    assert DATABASE_BLOCKS * CASES_PER_BLOCK >= 5_000
     # the seeds of one block never reach the next block's
     assert CASES_PER_BLOCK < SEED_SPACE
 
@@ -576,6 +580,28 @@ def test_postgres_store_answers_as_the_core_through_living_writes(block, bare_an
         seed += 1
     assert cases >= CASES_PER_BLOCK
     assert stores[True]._views == {} and stores[False]._views == {}  # nothing kept
+
+
+@pytest.mark.parametrize("block", range(DATABASE_BLOCKS))
+def test_the_database_scoring_answers_as_the_core_through_living_writes(block, bare_and_other,
+                                                                         monkeypatch):
+    from poolsplit_integrations import _pgengine
+
+    bare, other = bare_and_other
+    PoolSplitStore(bare).setup()  # the readings table and its triggers (idempotent)
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
+    scored = []
+    decide = _pgengine.decide
+    monkeypatch.setattr(_pgengine, "decide", lambda *a, **k: scored.append(1) or decide(*a, **k))
+    stores = {True: PoolSplitStore(bare, clock=frozen_clock),
+              False: PoolSplitStore(bare, strict=False, clock=frozen_clock)}
+    cases, seed = 0, (SYNC_BLOCKS + ASYNC_BLOCKS + block) * SEED_SPACE
+    while cases < CASES_PER_BLOCK:
+        cases += run_seed_sync(seed, stores, other, bare)
+        seed += 1
+    assert cases >= CASES_PER_BLOCK
+    assert len(scored) >= CASES_PER_BLOCK // 2  # most reads went through the database's scores
+    assert stores[True]._views == {} and stores[False]._views == {}
 
 
 @pytest.mark.parametrize("block", range(ASYNC_BLOCKS))

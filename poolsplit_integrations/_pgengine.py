@@ -1,0 +1,347 @@
+"""Pool-split candidates from inside PostgreSQL: the database scores, the core fills.
+
+Once :func:`setup_entries` has run on a database (``PoolSplitStore.setup()``
+runs it), each row of LangGraph's ``store`` table has its readings kept beside
+it in ``poolsplit_v1.entry`` (``sql/poolsplit_v1_entries.sql``: type, activity,
+cost, base priority, created, words, tags, project, computed by the functions
+of ``sql/poolsplit_v1.sql`` when the row is written). A pool-split read then
+runs in one REPEATABLE READ, READ ONLY transaction (one snapshot):
+
+- the rows the readings cannot answer for -- corrections, items in deeper
+  namespaces, rows whose value the SQL functions do not read exactly, rows
+  whose readings are missing or older than the row -- are read whole, as the
+  store's ``search`` returns them, and go through the core's stateless engine;
+- every other row is scored by the database (the default score, the core's
+  float operations in the core's order) and reaches the fill a page at a
+  time, best first, through a server-side cursor per pool: rows the fill never
+  pulls never leave the server.
+
+:class:`DatabaseEngine` merges the two streams in the spec's order and is a
+``poolsplit_core.poolsplit.Engine``; the fill is the core's ``fill_pools``.
+The answer is the core's over the namespace's items in (namespace, key)
+code-point order (``tests/integrations/test_postgres_differential.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager, nullcontext
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from poolsplit_integrations._extras import require
+
+require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool")
+
+from langgraph.checkpoint.postgres import _internal as _pg_internal  # noqa: E402
+from langgraph.store.base import SearchItem  # noqa: E402
+from langgraph.store.postgres import base as _lg  # noqa: E402
+from psycopg.rows import dict_row  # noqa: E402
+from psycopg_pool import ConnectionPool  # noqa: E402
+
+from poolsplit_core import poolsplit as core  # noqa: E402
+from poolsplit_integrations import _pgsql  # noqa: E402
+from poolsplit_integrations._entries import item_to_entry  # noqa: E402
+
+__all__ = ["DatabaseEngine", "entries_kept", "read_all", "read_rows", "scored_rows",
+           "setup_entries", "snapshot"]
+
+#: Below this many rows to score, reading the namespace whole and scoring it in
+#: Python costs less than a statement per pool.
+SCORED_FROM = 1000
+
+_FILE = "poolsplit_v1_entries.sql"
+#: Rows a server-side cursor hands the fill at a time.
+PAGE = 64
+
+
+def setup_entries(conn: Any, table: str = "store") -> None:
+    """Install ``poolsplit_v1`` and keep readings of ``table``'s rows (idempotent).
+
+    The functions (:func:`poolsplit_integrations._pgsql.setup`), then the
+    readings table and the triggers on ``table`` (LangGraph's ``store``, as
+    the connection's ``search_path`` finds it), then the readings of the rows
+    already there, in a transaction of their own (writers are not blocked: a
+    row written meanwhile keeps its trigger's readings).
+    """
+    _pgsql.setup(conn)
+    with conn.transaction():
+        qualified = _one(
+            conn, "SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident("
+            "c.relname) FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n"
+            " ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass(%s)", (table,))
+        if qualified is None:
+            raise RuntimeError(f"no table {table!r} in this database: run the store's setup()"
+                               " first (LangGraph's migrations create it)")
+        _one(conn, "SELECT pg_catalog.pg_advisory_xact_lock(%s)", (_pgsql._LOCK,))
+        kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
+        text = (resources.files("poolsplit_integrations") / "sql" / _FILE).read_text("utf-8")
+        conn.execute(text.replace("@STORE@", qualified), prepare=False)
+        _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO poolsplit_v1.entry"
+            " SELECT t.prefix, t.key, t.updated_at, t.created_at, r.*"
+            f" FROM {qualified} AS t, LATERAL poolsplit_v1.readings(t.value, t.created_at) AS r"
+            " ON CONFLICT (prefix, key) DO NOTHING", prepare=False)
+
+
+def entries_kept(conn: Any, table: str = "store") -> bool:
+    """Whether ``table``'s rows have their readings kept (:func:`setup_entries` has run)."""
+    return bool(_one(
+        conn,
+        "SELECT pg_catalog.to_regclass('poolsplit_v1.entry') IS NOT NULL AND EXISTS ("
+        " SELECT 1 FROM pg_catalog.pg_trigger"
+        " WHERE tgname = 'poolsplit_v1_entry' AND tgrelid = pg_catalog.to_regclass(%s))",
+        (table,)))
+
+
+@contextmanager
+def snapshot(store: Any) -> Iterator[Any]:
+    """A connection of ``store`` (a PostgresStore) in a REPEATABLE READ, READ ONLY transaction."""
+    pooled = isinstance(store.conn, ConnectionPool)
+    with _pg_internal.get_connection(store.conn) as conn:
+        with (nullcontext() if pooled else store.lock), conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+
+def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[SearchItem], bool]:
+    """The rows the readings do not answer for, as the store's items; whether any carries a user.
+
+    In (namespace, key) code-point order: every always-scope row, every row in
+    a deeper namespace, every row that is not regular or whose readings are
+    missing or stale. The flag: some row under ``prefix`` (any row) holds a
+    ``user_id`` that is not null.
+    """
+    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
+    own = ".".join(prefix)
+    expiry = _expiry(store, "store")
+    cursor = conn.cursor(binary=True, row_factory=dict_row)
+    cursor.execute(
+        "SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
+        " NULL AS score FROM store LEFT JOIN poolsplit_v1.entry AS e"
+        " ON e.prefix = store.prefix AND e.key = store.key"
+        f" WHERE {condition} {expiry} AND (store.prefix <> %s OR e.key IS NULL OR NOT e.regular"
+        " OR e.always OR e.updated_at IS DISTINCT FROM store.updated_at)"
+        ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
+        (*params, own))
+    rows = cursor.fetchall()
+    cursor.execute(
+        f"SELECT EXISTS (SELECT 1 FROM store WHERE {condition} {expiry}"
+        " AND coalesce(store.value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb) AS users",
+        params)
+    carries = bool(cursor.fetchone()["users"])
+    loader = store._deserializer
+    items = [_lg._row_to_search_item(_lg._decode_ns_bytes(row["prefix"]), row, loader=loader)
+             for row in rows]
+    return items, carries
+
+
+def scored_rows(conn: Any, prefix: Sequence[str]) -> int:
+    """How many rows of ``prefix`` itself the database would score (regular, contextual)."""
+    return int(_one(conn, "SELECT pg_catalog.count(*) FROM poolsplit_v1.entry WHERE prefix = %s"
+                          " AND regular AND active AND NOT always", (".".join(prefix),)))
+
+
+def read_all(conn: Any, store: Any, prefix: Sequence[str]) -> list[SearchItem]:
+    """Every item under ``prefix``, as ``search`` gives them, by (namespace, key) code points."""
+    from poolsplit_integrations._postgres import _items, _statement
+    sql, params = _statement(store, prefix)
+    cursor = conn.cursor(binary=True, row_factory=dict_row)
+    cursor.execute(sql, params)
+    return _items(store, cursor.fetchall())
+
+
+def _expiry(store: Any, table: str) -> str:
+    return (f"AND ({table}.expires_at IS NULL OR {table}.expires_at > NOW())"
+            if store._omit_expired else "")
+
+
+# The contextual rows of one pool, scored by the database, best first. The score is
+# the core's default score with the core's float operations in the core's order;
+# the message words, their factors and the context's tags come from the core's query.
+_CANDIDATES = """
+SELECT r.key, r.cost, r.score, r.created_text, store.prefix, store.value, store.created_at,
+       store.updated_at
+FROM (SELECT e.key, e.cost, e.updated_at, s.score, s.created_text
+      FROM poolsplit_v1.entry AS e
+      CROSS JOIN LATERAL (SELECT
+    e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
+      * CASE WHEN pg_catalog.cardinality(e.tags) = 0
+               OR pg_catalog.cardinality(%(tags)s::text[]) = 0 THEN 1.0::float8
+             WHEN NOT e.tags && %(tags)s::text[] THEN 1.0::float8 + (0.5::float8 * 0::float8)
+                  / pg_catalog.cardinality(e.tags)::float8
+             ELSE 1.0::float8 + (0.5::float8 * pg_catalog.cardinality(ARRAY(
+                    SELECT pg_catalog.unnest(e.tags)
+                    INTERSECT SELECT pg_catalog.unnest(%(tags)s::text[])))::float8)
+                  / pg_catalog.cardinality(e.tags)::float8 END
+      * CASE WHEN e.project IS NULL THEN 1.0::float8
+             WHEN e.project = %(project)s THEN 1.5::float8 ELSE 0.5::float8 END
+      * (%(factors)s::float8[])[1 + CASE
+            WHEN NOT e.words && %(words)s::text[] THEN 0
+            WHEN %(word_set)s::tsvector IS NOT NULL
+            THEN pg_catalog.length(%(word_set)s::tsvector)
+                 - pg_catalog.length(pg_catalog.ts_delete(%(word_set)s::tsvector, e.words))
+            ELSE pg_catalog.cardinality(ARRAY(
+                   SELECT pg_catalog.unnest(e.words)
+                   INTERSECT SELECT pg_catalog.unnest(%(words)s::text[]))) END] AS score,
+    coalesce(e.created_text, poolsplit_v1.iso_text(e.created_at, %(zone)s), '')
+      AS created_text) AS s
+      WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+        AND (%(types)s::text[] IS NULL OR e.etype = ANY (%(types)s::text[]))
+        AND e.cost <= %(tokens)s
+      ORDER BY s.score DESC, s.created_text COLLATE "C", e.key COLLATE "C"
+      LIMIT %(limit)s OFFSET %(offset)s) AS r
+-- (a lateral join keeps the order: only the rows the fill pulls are looked up)
+CROSS JOIN LATERAL (SELECT store.prefix, store.value, store.created_at, store.updated_at
+                    FROM store WHERE store.prefix = %(prefix)s AND store.key = r.key
+                      AND store.updated_at = r.updated_at {expiry}) AS store
+"""
+
+
+class DatabaseEngine:
+    """The core's ``Engine`` over one read: the rows read whole, then the database's pages.
+
+    ``items``/``entries``: the rows :func:`read_rows` gave that the call keeps
+    (problem-free, passing ``keep``), in (namespace, key) order: they take
+    positions ``0 .. len - 1`` and the core's stateless engine serves them (the
+    always tier among them). Rows the database scores take the next positions
+    as they arrive; ``keep`` (the call's tenant filter) is applied to them too.
+    """
+
+    def __init__(self, conn: Any, store: Any, prefix: Sequence[str],
+                 items: Sequence[SearchItem], entries: Sequence[Mapping[str, Any]],
+                 context: Mapping[str, Any] | None, now: datetime | None,
+                 keep: Callable[[Mapping[str, Any]], bool] | None) -> None:
+        self.conn, self.store, self.prefix = conn, store, tuple(prefix)
+        self.own = ".".join(prefix)
+        self.items: list[Any] = list(items)
+        self._entries: list[Mapping[str, Any]] = list(entries)
+        self.call = core._Call(self._entries, context, core.default_scorer,
+                               core.default_token_counter, core.default_is_active, now)
+        self.fixed = len(self._entries)
+        self.keep = keep
+        self.costs: dict[int, int] = {}
+        self.by_key: dict[str, int] = {}  # a row the database scored: its position
+        self.statement = _CANDIDATES.format(expiry=_expiry(store, "store"))
+        # The zone psycopg reads timestamps in (a created taken from created_at is
+        # that datetime's isoformat): the connection's, or UTC when Python lacks it.
+        zone = getattr(conn.info.timezone, "key", None)
+        self.zone = zone if isinstance(zone, str) else "UTC"
+        self.cursors = itertools.count()
+        self.streams: list[Iterator[Any]] = []  # closed by close(), inside the transaction
+        # The message's words as a tsvector, to count a row's shared words in one
+        # step; None (counted by set intersection) when one is too long for a lexeme.
+        words = self.call.query.words
+        self.word_set = (None if not words or any(len(w.encode()) > 2046 for w in words)
+                         else " ".join(f"'{w}'" for w in sorted(words)))
+
+    @property
+    def entries(self) -> Sequence[Mapping[str, Any]]:
+        return self._entries
+
+    def cost(self, i: int) -> int:
+        return self.call.cost(i) if i < self.fixed else self.costs[i]
+
+    def always_scope(self) -> Any:
+        return self.call.always_scope()
+
+    def candidates(self, pool: core.Pool, taken: AbstractSet[int],
+                   room: core.Room) -> Iterator[core.Candidate]:
+        """The pool's candidates from both sources, merged in the spec's order."""
+        scored = self._scored(pool, taken, room)
+        self.streams.append(scored)
+        for *_, candidate in heapq.merge(self._read_whole(pool, taken, room), scored):
+            yield candidate
+
+    def close(self) -> None:
+        """Close every server-side cursor still open (before the transaction ends)."""
+        for stream in self.streams:
+            stream.close()  # type: ignore[attr-defined]
+        self.streams.clear()
+
+    def _read_whole(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
+                    ) -> Iterator[tuple[Any, ...]]:
+        entries = self._entries
+        for candidate in self.call.candidates(pool, taken, room):
+            entry = entries[candidate.position]
+            deeper = tuple(self.items[candidate.position].namespace) != self.prefix
+            yield (-candidate.score, core._sort_text(entry, "created"),
+                   core._sort_text(entry, "id"), deeper, candidate.position, candidate)
+
+    def _scored(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
+                ) -> Iterator[tuple[Any, ...]]:
+        query = self.call.query
+        project = query.project if isinstance(query.project, str) else None
+        params = {
+            "now_us": self.call.now_us, "tags": sorted(query.tags), "project": project,
+            "factors": list(query.message_factors), "words": sorted(query.words),
+            "prefix": self.own, "types": None if pool.types is None else list(pool.types),
+            "tokens": room.tokens, "zone": self.zone,
+        }
+        params["word_set"] = self.word_set
+        cursor = self.conn.cursor(binary=True, row_factory=dict_row)
+        offset, limit = 0, PAGE
+        while True:  # pages, each read in the call's one snapshot; most pools need one
+            params["limit"], params["offset"] = limit, offset
+            rows = cursor.execute(self.statement, params).fetchall()
+            for row in rows:
+                i = self._position(row)
+                if i is None or id(self._entries[i]) in taken:
+                    continue
+                yield (-row["score"], row["created_text"], row["key"], False, i,
+                       core.Candidate(i, row["score"], row["cost"]))
+            if len(rows) < limit:
+                return
+            offset, limit = offset + limit, limit * 4
+
+    def _position(self, row: Any) -> int | None:
+        """The position of a row the database scored (None: the call's filter drops it)."""
+        key = row["key"]
+        i = self.by_key.get(key)
+        if i is not None:
+            return i
+        item = _lg._row_to_search_item(self.prefix, row, loader=self.store._deserializer)
+        entry = item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at,
+                              read_from=self.prefix)
+        if self.keep is not None and not self.keep(entry):
+            return None
+        i = len(self._entries)
+        self._entries.append(entry)
+        self.items.append(item)
+        self.costs[i] = row["cost"]
+        self.by_key[key] = i
+        return i
+
+
+def decide(engine: DatabaseEngine, pools: list[core.Pool], always_pool: bool,
+           max_always_tokens: int | None) -> dict[str, list[core.Decision]]:
+    """The core's fill over ``engine``: each pool's loaded Decisions, in load order.
+
+    ``pools`` are checked already; ``always_pool`` as for ``retrieve_pools``.
+    """
+    out: dict[str, list[core.Decision]] = {}
+    entries = engine.entries
+    try:
+        filled = core.fill_pools(engine, core._call_pools(list(pools), always_pool),
+                                 max_always_tokens)
+    finally:
+        engine.close()
+    for name, got in filled.items():
+        decided = [core.Decision(entries[i], i, "always", name, cost=engine.cost(i), rank=rank)
+                   for rank, i in enumerate(got.always)]
+        ranked = len(decided)
+        decided += [core.Decision(entries[c.position], c.position, "selected", name,
+                                  score=c.score, cost=c.cost, rank=ranked + n)
+                    for n, c in enumerate(got.selected)]
+        out[name] = decided
+    return out
+
+
+def _one(conn: Any, query: str, params: tuple[Any, ...] = ()) -> Any:
+    return _pgsql._one(conn, query, params)
