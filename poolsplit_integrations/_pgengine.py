@@ -197,10 +197,13 @@ FROM (SELECT e.key, e.cost, e.updated_at, s.score, s.created_text
         AND e.cost <= %(tokens)s
       ORDER BY s.score DESC, s.created_text COLLATE "C", e.key COLLATE "C"
       LIMIT %(limit)s OFFSET %(offset)s) AS r
--- (a lateral join keeps the order: only the rows the fill pulls are looked up)
-CROSS JOIN LATERAL (SELECT store.prefix, store.value, store.created_at, store.updated_at
-                    FROM store WHERE store.prefix = %(prefix)s AND store.key = r.key
-                      AND store.updated_at = r.updated_at {expiry}) AS store
+-- (only the page's rows are looked up in the store; a row whose reading is stale
+-- comes back without a value -- it is read whole -- so a page keeps its length;
+-- the page is ordered again, which costs nothing when the join kept its order)
+LEFT JOIN LATERAL (SELECT store.prefix, store.value, store.created_at, store.updated_at
+                   FROM store WHERE store.prefix = %(prefix)s AND store.key = r.key
+                     AND store.updated_at = r.updated_at {expiry}) AS store ON true
+ORDER BY r.score DESC, r.created_text COLLATE "C", r.key COLLATE "C"
 """
 
 
@@ -291,6 +294,8 @@ class DatabaseEngine:
             params["limit"], params["offset"] = limit, offset
             rows = cursor.execute(self.statement, params).fetchall()
             for row in rows:
+                if row["value"] is None:
+                    continue  # stale, expired or gone: not this row's reading (read whole)
                 i = self._position(row)
                 if i is None or id(self._entries[i]) in taken:
                     continue

@@ -128,3 +128,18 @@ def test_a_missing_or_stale_reading_is_never_used(bare, monkeypatch, spoil):
     want, _ = expected(bare, context)
     got = keys(wrapped.retrieve_pools(NS, POOLS, context, now=NOW))
     assert got == want and got["work"][0] == "star"
+
+
+def test_a_stale_reading_on_the_first_page_does_not_end_the_pages(bare, monkeypatch):
+    """A page the store join thins out (a stale reading) is not taken for the last one."""
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    rng = random.Random(5)
+    bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(3 * _pgengine.PAGE)])
+    bare.conn.execute("UPDATE poolsplit_v1.entry SET base = 1e6,"
+                      " updated_at = updated_at - interval '1 day' WHERE key = 'k001'")
+    pools = [Pool("many", 10**6, 2 * _pgengine.PAGE)]  # it needs the second page
+    want = {name: [e["id"] for e in got] for name, got in retrieve_pools(
+        expected(bare, None)[1], pools, None, now=NOW, always_pool=True).items()}
+    got = keys(PoolSplitStore(bare).retrieve_pools(NS, pools, None, now=NOW))
+    contextual = [key for key in got["many"] if int(key[1:]) % 40]  # (every 40th: a correction)
+    assert got == want and len(contextual) == 2 * _pgengine.PAGE
