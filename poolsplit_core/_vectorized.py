@@ -9,7 +9,7 @@ its distribution.
 
 It answers exactly as the python engine and the stateless functions do, bit
 for bit: every factor is computed by the core's own arithmetic
-(``_decay``, ``_tag_share``, ``_overlap``, ``_message_gain``,
+(``_recency_at``, ``_tag_share``, ``_overlap``, ``_message_gain``,
 ``_score``), which numpy evaluates on whole columns with the same IEEE
 operations in the same order; ties are broken by the same key
 ``(created, id, position)``, kept as a rank per row.

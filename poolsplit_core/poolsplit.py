@@ -237,8 +237,8 @@ def default_scorer(
 # (Multiplying positive floats is monotone under rounding, so a product of
 # factors that are each at least as large, taken in the same order, is never
 # smaller.) The message factor comes last, so a score is its partial product
-# times the message factor, exactly. The arithmetic of each factor (_decay,
-# _tag_share, _overlap, _message_gain, _recency_at) takes plain numbers here
+# times the message factor, exactly. The arithmetic of each factor (_recency_at,
+# _tag_share, _overlap, _message_gain) takes plain numbers here
 # and whole columns in the numpy engine: the same operations in the same order.
 
 _STOPWORDS = frozenset(
@@ -331,9 +331,8 @@ def _entry_score(base: float, recency: float, tags: Collection[str], project: An
 
 def _recency_of(query: _Query, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
     """An entry's recency factor: :func:`_recency` over its type's horizon at this query."""
-    if query.options is None:
-        return _recency(created_us, now_us)
-    return _recency(created_us, now_us, query.options._horizon(entry_type))
+    horizon = 90 if query.options is None else query.options._horizon(entry_type)
+    return cast(float, _recency_at(0 if created_us is None else now_us - created_us, horizon))
 
 
 def _score(base: float, recency: float, tags: float, project: float, message: float) -> float:
@@ -344,15 +343,6 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
 _RECENCY_FLOOR = 0.3
 _MESSAGE_THRESHOLD = 0.15  # the overlap above which the message factor applies
 _PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER = 1.0, 1.5, 0.5
-
-
-def _decay(age_us: float, horizon: float) -> float:
-    """The linear part of recency: 1.0 at age 0, 0.3 at ``horizon`` days.
-
-    The age, in microseconds, is taken as fractional days
-    (``age_us / 1_000_000`` is exact seconds).
-    """
-    return 1.0 - 0.7 * (age_us / 1_000_000 / _DAY_SECONDS) / horizon
 
 
 def _tag_share(shared: float, count: int) -> float:
@@ -384,10 +374,14 @@ def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> flo
 def _recency_at(age_us: Any, horizon: Any, maximum: Callable[..., Any] = max) -> Any:
     """Recency at an age in microseconds, a negative one (a future time) counting as 0.
 
-    Plain numbers here; whole columns in the numpy engine, which passes
-    ``numpy.maximum`` as ``maximum``: the same operations, in the same order.
+    Linear from 1.0 at age 0 to 0.3 at ``horizon`` days, the age taken as
+    fractional days (``age_us / 1_000_000`` is exact seconds), and never
+    below the floor. Plain numbers here; whole columns in the numpy engine,
+    which passes ``numpy.maximum`` as ``maximum``: the same operations, in
+    the same order.
     """
-    return maximum(_RECENCY_FLOOR, _decay(maximum(0, age_us), horizon))
+    return maximum(_RECENCY_FLOOR,
+                   1.0 - 0.7 * (maximum(0, age_us) / 1_000_000 / _DAY_SECONDS) / horizon)
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:

@@ -593,7 +593,8 @@ class PreparedStore:
             # after it replaces the index's list items in place.
             chosen = {i: entries[i] for got in filled.values()
                       for i in chain(got.always, map(_POSITION, got.selected))}
-            costs = {i: query.cost(i) for i in chosen}
+            cost = query.cost
+            costs = {i: cost(i) for i in chosen}
             return chosen, filled, positions, costs.__getitem__
 
     def _check_new(self, entry: Any) -> None:
