@@ -423,7 +423,7 @@ class PreparedStore:
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [], where,
-                            None, max_always_tokens)
+                            None, max_always_tokens, costs=False)
         if walked is None:
             decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
                                   max_always_tokens=max_always_tokens, always_pool=always_pool)
@@ -551,12 +551,15 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
+        costs: bool = True,
     ) -> Optional[Tuple[Dict[int, Mapping[str, Any]], Dict[str, Filled],
                         Callable[[List[int]], List[int]], Callable[[int], int]]]:
         """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
 
         ``positions`` maps a list of the walk's entry numbers to their
-        positions among the live entries (then the extras).
+        positions among the live entries (then the extras); the costs are
+        those of the always-scope entries loaded (none with ``costs=False``:
+        a loaded candidate carries its own).
 
         None when the walk cannot answer: a scorer other than the default
         score with this index's word reader, or a partitioned store queried
@@ -594,8 +597,8 @@ class PreparedStore:
             chosen = {i: entries[i] for got in filled.values()
                       for i in chain(got.always, map(_POSITION, got.selected))}
             cost = query.cost
-            costs = {i: cost(i) for i in chosen}
-            return chosen, filled, positions, costs.__getitem__
+            kept = {i: cost(i) for got in filled.values() for i in got.always} if costs else {}
+            return chosen, filled, positions, kept.__getitem__
 
     def _check_new(self, entry: Any) -> None:
         if not isinstance(entry, Mapping):
