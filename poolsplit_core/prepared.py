@@ -502,17 +502,7 @@ class PreparedStore:
             return self._stateless(entries, checked, context, scorer, now, keep,
                                    max_always_tokens, always_pool).loaded()
         chosen, filled, positions, cost = walked
-        out: Dict[str, List[Decision]] = {}
-        for name, got in filled.items():
-            decided = [_loaded(chosen[i], at, "always", name, None, cost(i), rank)
-                       for rank, (i, at) in enumerate(zip(got.always, positions(got.always)))]
-            ranked = len(decided)
-            selected = [p.position for p in got.selected]
-            decided += [_loaded(chosen[i], at, "selected", name, p.score, p.cost, ranked + n)
-                        for n, (i, at, p) in enumerate(zip(
-                            selected, positions(selected), got.selected))]
-            out[name] = decided
-        return out
+        return _decisions(filled, chosen.__getitem__, positions, cost)
 
     def _decided_unindexed(
         self,
@@ -529,17 +519,9 @@ class PreparedStore:
             i for i, entry in enumerate(extra) if keep(entry)]
         call = core._Call([extra[i] for i in kept], context, scorer, self.token_counter,
                           self.is_active, now)
-        entries = call.entries
-        out: Dict[str, List[Decision]] = {}
-        for name, got in core.fill_pools(call, pools, max_always_tokens).items():
-            decided = [_loaded(entries[i], kept[i], "always", name, None, call.cost(i), rank)
-                       for rank, i in enumerate(got.always)]
-            ranked = len(decided)
-            decided += [_loaded(entries[c.position], kept[c.position], "selected", name,
-                                c.score, c.cost, ranked + n)
-                        for n, c in enumerate(got.selected)]
-            out[name] = decided
-        return out
+        return _decisions(core.fill_pools(call, pools, max_always_tokens),
+                          call.entries.__getitem__, lambda numbers: [kept[n] for n in numbers],
+                          call.cost)
 
     def _walk(
         self,
@@ -1721,6 +1703,28 @@ class _PreparedQuery:
 
 
 # -- Private helpers ---------------------------------------------------------
+
+
+def _decisions(filled: Dict[str, Filled], entry: Callable[[int], Mapping[str, Any]],
+               positions: Callable[[List[int]], List[int]], cost: Callable[[int], int]
+               ) -> Dict[str, List[Decision]]:
+    """Each pool's loaded Decisions, in load order, from the fill's ``filled``.
+
+    ``entry`` and ``cost`` read an engine's entry by its number; ``positions``
+    maps a list of numbers to the Decisions' indices. A selected candidate
+    carries its own cost.
+    """
+    out: Dict[str, List[Decision]] = {}
+    for name, got in filled.items():
+        decided = [_loaded(entry(i), at, "always", name, None, cost(i), rank)
+                   for rank, (i, at) in enumerate(zip(got.always, positions(got.always)))]
+        ranked = len(decided)
+        selected = [p.position for p in got.selected]
+        decided += [_loaded(entry(i), at, "selected", name, p.score, p.cost, ranked + n)
+                    for n, (i, at, p) in enumerate(zip(selected, positions(selected),
+                                                       got.selected))]
+        out[name] = decided
+    return out
 
 
 def _loaded(entry: Mapping[str, Any], index: int, outcome: str, pool: str,

@@ -20,8 +20,8 @@ driver's (the caller names them).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from poolsplit_integrations._extras import require
 
@@ -31,7 +31,9 @@ from langgraph.store.base import BaseStore, SearchItem  # noqa: E402
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore  # noqa: E402
 from langgraph.store.postgres import base as _lg  # noqa: E402
 
-__all__ = ["aread_namespace", "is_database_store", "read_namespace"]
+__all__ = ["aread_namespace", "is_database_store", "read_namespace", "run_in_loop"]
+
+_T = TypeVar("_T")
 
 # The store's own row decoding, so a pool-split read sees the very items its
 # search returns (checked when this module loads: a LangGraph release without
@@ -65,6 +67,20 @@ def _items(store: Any, rows: list[Any]) -> list[SearchItem]:
             for row in rows]
 
 
+def run_in_loop(store: Any, coroutine: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run an ``AsyncPostgresStore``'s coroutine on its event loop, from another thread."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is store.loop:
+        raise RuntimeError(
+            "a synchronous pool-split read of an AsyncPostgresStore cannot run in its event"
+            " loop: await aretrieve_pools / aexplain_pools (or the retriever's ainvoke)"
+        )
+    return asyncio.run_coroutine_threadsafe(coroutine(), store.loop).result()
+
+
 def read_namespace(store: Any, prefix: Sequence[str]) -> list[SearchItem]:
     """Every item under ``prefix`` now, in one statement (see the module docstring).
 
@@ -73,17 +89,7 @@ def read_namespace(store: Any, prefix: Sequence[str]) -> list[SearchItem]:
     in the loop, use :func:`aread_namespace`.
     """
     if isinstance(store, AsyncPostgresStore):
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is store.loop:
-            raise RuntimeError(
-                "a synchronous pool-split read of an AsyncPostgresStore cannot run in its event"
-                " loop: await aretrieve_pools / aexplain_pools (or the retriever's ainvoke)"
-            )
-        return asyncio.run_coroutine_threadsafe(aread_namespace(store, prefix),
-                                                store.loop).result()
+        return run_in_loop(store, lambda: aread_namespace(store, prefix))
     sql, params = _statement(store, prefix)
     with store._cursor(pipeline=True) as cur:
         cur.execute(sql, params)

@@ -49,13 +49,13 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from langgraph.store.base import SearchItem
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
-from poolsplit_integrations._postgres import _items, _statement, is_database_store
+from poolsplit_integrations._postgres import _items, _statement, is_database_store, run_in_loop
 
 __all__ = ["POSITIONS_KEPT", "RETRY_AFTER", "StandbyReads", "StandbyRows", "parse_lsn",
            "standby_statement"]
@@ -133,24 +133,10 @@ def standby_statement(primary: Any, prefix: Sequence[str],
     )
 
 
-def _run(store: Any, coroutine: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run an async store's coroutine on its event loop, from another thread."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is store.loop:
-        raise RuntimeError(
-            "a synchronous pool-split read of an AsyncPostgresStore cannot run in its event"
-            " loop: await aretrieve_pools / aexplain_pools (or the retriever's ainvoke)"
-        )
-    return asyncio.run_coroutine_threadsafe(coroutine(), store.loop).result()
-
-
 def primary_position(store: Any) -> int:
     """The primary's WAL position now, through ``store``'s own connection (or pool)."""
     if isinstance(store, AsyncPostgresStore):
-        return _run(store, lambda: aprimary_position(store))
+        return run_in_loop(store, lambda: aprimary_position(store))
     with store._cursor() as cur:
         cur.execute(PRIMARY_POSITION)
         row = cur.fetchone()
@@ -190,7 +176,7 @@ def read_standby(primary: Any, standby: Any, prefix: Sequence[str], required: in
     position; the replay lag in seconds). Errors are the driver's.
     """
     if isinstance(standby, AsyncPostgresStore):
-        return _run(standby, lambda: aread_standby(primary, standby, prefix, required))
+        return run_in_loop(standby, lambda: aread_standby(primary, standby, prefix, required))
     sql, params = standby_statement(primary, prefix, required)
     with standby._cursor(pipeline=True) as cur:
         with cur.connection.cursor(binary=True) as gate_cur:
