@@ -50,7 +50,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from langgraph.store.base import SearchItem
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
@@ -67,7 +67,6 @@ POSITIONS_KEPT = 4096
 #: Seconds the standby is left alone after it failed (reads go to the primary meanwhile).
 RETRY_AFTER = 5.0
 
-_T = TypeVar("_T")
 
 #: The primary's WAL position a commit that just returned is at or before.
 PRIMARY_POSITION = (
