@@ -47,8 +47,8 @@ from poolsplit_core import poolsplit as core  # noqa: E402
 from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
 
-__all__ = ["DatabaseEngine", "entries_kept", "read_all", "read_rows", "scored_rows",
-           "setup_entries", "snapshot"]
+__all__ = ["DatabaseEngine", "entries_kept", "read_if_small", "read_rows", "setup_entries",
+           "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -142,19 +142,28 @@ def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[Search
     return items, carries
 
 
-def scored_rows(conn: Any, prefix: Sequence[str]) -> int:
-    """How many rows of ``prefix`` itself the database would score (regular, contextual)."""
-    return int(_one(conn, "SELECT pg_catalog.count(*) FROM poolsplit_v1.entry WHERE prefix = %s"
-                          " AND regular AND active AND NOT always", (".".join(prefix),)))
+def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
+    """Every item under ``prefix`` when it has under :data:`SCORED_FROM` rows to score, else None.
 
-
-def read_all(conn: Any, store: Any, prefix: Sequence[str]) -> list[SearchItem]:
-    """Every item under ``prefix``, as ``search`` gives them, by (namespace, key) code points."""
-    from poolsplit_integrations._postgres import _items, _statement
-    sql, params = _statement(store, prefix)
-    cursor = conn.cursor(binary=True, row_factory=dict_row)
-    cursor.execute(sql, params)
-    return _items(store, cursor.fetchall())
+    One statement (one snapshot, one round trip): the count of the rows the
+    database would score, and the items only when that count is small.
+    """
+    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
+    with store._cursor(pipeline=True) as cursor:
+        cursor.execute(
+            "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM poolsplit_v1.entry"
+            " WHERE prefix = %s AND regular AND active AND NOT always)"
+            " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
+            " NULL AS score, scored.n FROM scored LEFT JOIN store ON scored.n < %s"
+            f" AND {condition} {_expiry(store, 'store')}"
+            ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
+            (".".join(prefix), SCORED_FROM, *params))
+        rows = cursor.fetchall()
+    if not rows or rows[0]["n"] >= SCORED_FROM:
+        return None if rows else []
+    loader = store._deserializer
+    return [_lg._row_to_search_item(_lg._decode_ns_bytes(row["prefix"]), row, loader=loader)
+            for row in rows if row["key"] is not None]
 
 
 def _expiry(store: Any, table: str) -> str:

@@ -1240,24 +1240,26 @@ class PoolSplitStore(BaseStore):
 
     @contextmanager
     def _in_database(self, prefix: tuple[str, ...]) -> Iterator[_Read]:
-        """One snapshot of the database: the rows read whole, the connection to score the rest."""
+        """One snapshot of the database: the rows read whole, the connection to score the rest.
+
+        A namespace with fewer than ``SCORED_FROM`` rows to score is read whole
+        in one statement (its own snapshot): one round trip. A larger one is
+        read again in a REPEATABLE READ transaction that the scoring shares.
+        """
         from poolsplit_integrations import _pgengine
 
+        with self._reading(prefix):
+            small = _pgengine.read_if_small(self.store, prefix)
+        if small is not None:
+            yield self._snapshot(prefix, small)
+            return
         snapshot = _pgengine.snapshot(self.store)
         with self._reading(prefix):
             conn = snapshot.__enter__()
         try:
             with self._reading(prefix):
-                small = _pgengine.scored_rows(conn, prefix) < _pgengine.SCORED_FROM
-                if small:  # every item, scored in Python: fewer round trips
-                    items, carries = _pgengine.read_all(conn, self.store, prefix), False
-                else:
-                    items, carries = _pgengine.read_rows(conn, self.store, prefix)
-            if small:
-                yield self._snapshot(prefix, items)
-            else:
-                yield self._snapshot(prefix, items, engine="database", conn=conn,
-                                     carries=carries)
+                items, carries = _pgengine.read_rows(conn, self.store, prefix)
+            yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries)
         except BaseException as exc:
             if not snapshot.__exit__(type(exc), exc, exc.__traceback__):
                 raise
