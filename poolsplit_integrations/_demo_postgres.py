@@ -74,7 +74,8 @@ def run_postgres_demo() -> tuple[dict[str, Any], str]:
                                                               cleanup_mode="delete")
         try:
             with PoolSplitStore.from_conn_string(server.get_uri()) as store:
-                version = store.conn.execute("SHOW server_version").fetchone()
+                with store.conn.connection() as conn:  # (a pool of connections)
+                    version = conn.execute("SHOW server_version").fetchone()
                 for entry in sample:
                     store.put(NAMESPACE, str(entry["id"]), entry)
                 items: list[Any] = []
