@@ -13,7 +13,7 @@ runs in one REPEATABLE READ, READ ONLY transaction (one snapshot):
   store's ``search`` returns them, and go through the core's stateless engine;
 - every other row is scored by the database (the default score, the core's
   float operations in the core's order) and reaches the fill a page at a
-  time, best first, through a server-side cursor per pool: rows the fill never
+  time, best first (one statement per page and pool): rows the fill never
   pulls never leave the server.
 
 :class:`DatabaseEngine` merges the two streams in the spec's order and is a
@@ -25,7 +25,6 @@ code-point order (``tests/integrations/test_postgres_differential.py``).
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, nullcontext
@@ -44,8 +43,10 @@ from psycopg.rows import dict_row  # noqa: E402
 from psycopg_pool import ConnectionPool  # noqa: E402
 
 from poolsplit_core import poolsplit as core  # noqa: E402
+from poolsplit_core.prepared import _decisions  # noqa: E402
 from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
+from poolsplit_integrations._postgres import _items  # noqa: E402
 
 __all__ = ["DatabaseEngine", "entries_kept", "read_if_small", "read_rows", "setup_entries",
            "snapshot"]
@@ -55,7 +56,7 @@ __all__ = ["DatabaseEngine", "entries_kept", "read_if_small", "read_rows", "setu
 SCORED_FROM = 1000
 
 _FILE = "poolsplit_v1_entries.sql"
-#: Rows a server-side cursor hands the fill at a time.
+#: Rows of a pool's first page (each next page is four times the last).
 PAGE = 64
 
 
@@ -136,10 +137,7 @@ def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[Search
         " AND coalesce(store.value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb) AS users",
         params)
     carries = bool(cursor.fetchone()["users"])
-    loader = store._deserializer
-    items = [_lg._row_to_search_item(_lg._decode_ns_bytes(row["prefix"]), row, loader=loader)
-             for row in rows]
-    return items, carries
+    return _items(store, rows), carries
 
 
 def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
@@ -159,11 +157,9 @@ def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
             ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
             (".".join(prefix), SCORED_FROM, *params))
         rows = cursor.fetchall()
-    if not rows or rows[0]["n"] >= SCORED_FROM:
-        return None if rows else []
-    loader = store._deserializer
-    return [_lg._row_to_search_item(_lg._decode_ns_bytes(row["prefix"]), row, loader=loader)
-            for row in rows if row["key"] is not None]
+    if rows[0]["n"] >= SCORED_FROM:  # (the count's row is there even for no item)
+        return None
+    return _items(store, [row for row in rows if row["key"] is not None])
 
 
 def _expiry(store: Any, table: str) -> str:
@@ -245,8 +241,6 @@ class DatabaseEngine:
         # that datetime's isoformat): the connection's, or UTC when Python lacks it.
         zone = getattr(conn.info.timezone, "key", None)
         self.zone = zone if isinstance(zone, str) else "UTC"
-        self.cursors = itertools.count()
-        self.streams: list[Iterator[Any]] = []  # closed by close(), inside the transaction
         # The message's words as a tsvector, to count a row's shared words in one
         # step; None (counted by set intersection) when one is too long for a lexeme.
         words = self.call.query.words
@@ -266,16 +260,10 @@ class DatabaseEngine:
     def candidates(self, pool: core.Pool, taken: AbstractSet[int],
                    room: core.Room) -> Iterator[core.Candidate]:
         """The pool's candidates from both sources, merged in the spec's order."""
-        scored = self._scored(pool, taken, room)
-        self.streams.append(scored)
-        for *_, candidate in heapq.merge(self._read_whole(pool, taken, room), scored):
+        merged = heapq.merge(self._read_whole(pool, taken, room),
+                             self._scored(pool, taken, room))
+        for *_, candidate in merged:
             yield candidate
-
-    def close(self) -> None:
-        """Close every server-side cursor still open (before the transaction ends)."""
-        for stream in self.streams:
-            stream.close()  # type: ignore[attr-defined]
-        self.streams.clear()
 
     def _read_whole(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                     ) -> Iterator[tuple[Any, ...]]:
@@ -294,9 +282,8 @@ class DatabaseEngine:
             "now_us": self.call.now_us, "tags": sorted(query.tags), "project": project,
             "factors": list(query.message_factors), "words": sorted(query.words),
             "prefix": self.own, "types": None if pool.types is None else list(pool.types),
-            "tokens": room.tokens, "zone": self.zone,
+            "tokens": room.tokens, "zone": self.zone, "word_set": self.word_set,
         }
-        params["word_set"] = self.word_set
         cursor = self.conn.cursor(binary=True, row_factory=dict_row)
         offset, limit = 0, PAGE
         while True:  # pages, each read in the call's one snapshot; most pools need one
@@ -304,7 +291,7 @@ class DatabaseEngine:
             rows = cursor.execute(self.statement, params).fetchall()
             for row in rows:
                 if row["value"] is None:
-                    continue  # stale, expired or gone: not this row's reading (read whole)
+                    continue  # its reading is stale (the row was read whole), or it expired
                 i = self._position(row)
                 if i is None or id(self._entries[i]) in taken:
                     continue
@@ -339,22 +326,10 @@ def decide(engine: DatabaseEngine, pools: list[core.Pool], always_pool: bool,
 
     ``pools`` are checked already; ``always_pool`` as for ``retrieve_pools``.
     """
-    out: dict[str, list[core.Decision]] = {}
-    entries = engine.entries
-    try:
-        filled = core.fill_pools(engine, core._call_pools(list(pools), always_pool),
-                                 max_always_tokens)
-    finally:
-        engine.close()
-    for name, got in filled.items():
-        decided = [core.Decision(entries[i], i, "always", name, cost=engine.cost(i), rank=rank)
-                   for rank, i in enumerate(got.always)]
-        ranked = len(decided)
-        decided += [core.Decision(entries[c.position], c.position, "selected", name,
-                                  score=c.score, cost=c.cost, rank=ranked + n)
-                    for n, c in enumerate(got.selected)]
-        out[name] = decided
-    return out
+    filled = core.fill_pools(engine, core._call_pools(list(pools), always_pool),
+                             max_always_tokens)
+    # (positions are the Decisions' indices: the engine numbers the rows it read)
+    return _decisions(filled, engine.entries.__getitem__, list, engine.cost)
 
 
 def _one(conn: Any, query: str, params: tuple[Any, ...] = ()) -> Any:

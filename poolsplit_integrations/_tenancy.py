@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT", "USER_KEY", "carries_user", "check_filter", "check_required_keys", "check_user",
-    "config_filter", "narrow", "refuse_unbound",
+    "config_filter", "matches", "narrow", "refuse_unbound",
 ]
 
 #: The metadata key that names a memory's user. A component whose memories carry
@@ -123,6 +123,15 @@ def check_user(value: Any, where: str) -> str:
             f" {{'{USER_KEY}': '<user>'}}}})"
         )
     return value
+
+
+def matches(entry: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` holds every key of ``where`` with an equal value (a filter's rule).
+
+    >>> matches({"user_id": "ana", "type": "task"}, {"user_id": "ana"}), matches({}, {"x": 1})
+    (True, False)
+    """
+    return all(key in entry and entry[key] == value for key, value in where.items())
 
 
 def carries_user(entry: Mapping[str, Any]) -> bool:

@@ -159,6 +159,7 @@ from poolsplit_integrations._tenancy import (
     USER_KEY,
     carries_user,
     check_required_keys,
+    matches,
     narrow,
     refuse_unbound,
 )
@@ -1115,8 +1116,8 @@ class PoolSplitStore(BaseStore):
             where, include = call.core["where"], call.core["include"]
 
             def keep(entry: Mapping[str, Any]) -> bool:
-                return (include is None or bool(include(entry))) and (where is None or all(
-                    key in entry and entry[key] == value for key, value in where.items()))
+                return ((include is None or bool(include(entry)))
+                        and (where is None or matches(entry, where)))
 
             read = call.read
             kept = [(item, entry) for item, entry in zip(read.live_items, read.live)
@@ -1253,18 +1254,11 @@ class PoolSplitStore(BaseStore):
         if small is not None:
             yield self._snapshot(prefix, small)
             return
-        snapshot = _pgengine.snapshot(self.store)
-        with self._reading(prefix):
-            conn = snapshot.__enter__()
-        try:
+        with ExitStack() as stack:  # the transaction ends when the call's body does
             with self._reading(prefix):
+                conn = stack.enter_context(_pgengine.snapshot(self.store))
                 items, carries = _pgengine.read_rows(conn, self.store, prefix)
             yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries)
-        except BaseException as exc:
-            if not snapshot.__exit__(type(exc), exc, exc.__traceback__):
-                raise
-        else:
-            snapshot.__exit__(None, None, None)
 
     @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
@@ -1334,7 +1328,7 @@ class PoolSplitStore(BaseStore):
                 return fresh(entry) and entry.get(USER_KEY) in (None, bound)
 
         def keep(entry: Mapping[str, Any]) -> bool:  # a skipped item is listed to its user
-            return (all(key in entry and entry[key] == value for key, value in where.items())
+            return (matches(entry, where)
                     and (bound is None or entry.get(USER_KEY) in (None, bound)))
 
         listed = None if not where and bound is None else keep
