@@ -97,7 +97,7 @@ def p95(times: list[float]) -> float:
 
 
 def compare(old: Side, new: Side, profile: str, n: int, queries: int,
-            rounds: int) -> dict[str, dict[str, float]]:
+            rounds: int, stateless: int | None = None) -> dict[str, dict[str, float]]:
     store = PROFILES[profile].make(n)
     contexts = PROFILES[profile].queries(queries, 11)
     # Builds are timed as they run, and again with the collector off around
@@ -126,7 +126,8 @@ def compare(old: Side, new: Side, profile: str, n: int, queries: int,
     stores = {"old": old.PreparedStore(store), "new": new.PreparedStore(store, engine="python")}
     times: dict[str, dict[str, list[float]]] = {
         path: {"old": [], "new": []} for path in ("prepared", "stateless")}
-    stateless_count = min(queries, 3 if n >= 100_000 else 10)
+    stateless_count = min(queries, stateless if stateless is not None
+                          else 3 if n >= 100_000 else 10)
     for r in range(rounds + 1):  # round 0 warms both up, untimed
         for q, context in enumerate(contexts):
             first_old = (r + q) % 2 == 0
@@ -172,6 +173,8 @@ def main() -> int:
     parser.add_argument("--profiles", nargs="+", default=list(COMPARABLE), choices=COMPARABLE)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stateless", type=int,
+                        help="queries timed on the stateless path (default: 10, 3 at 100k)")
     args = parser.parse_args()
     old = load_side(args.old, args.old_prepared, "poolsplit_old")
     new = load_side(args.new, args.new_prepared, "poolsplit_new")
@@ -180,7 +183,8 @@ def main() -> int:
     print(f"{'profile':<13} {'path':<13} | {'old':>15} | {'new':>15} | {'new/old':>13}")
     worst = 0.0
     for profile in args.profiles:
-        got = compare(old, new, profile, args.size, args.queries, args.rounds)
+        got = compare(old, new, profile, args.size, args.queries, args.rounds,
+                      args.stateless)
         for path, f in got.items():
             ratio, ratio95 = f["new_ms"] / f["old_ms"], f["new_p95_ms"] / f["old_p95_ms"]
             if path != "build, gc off":

@@ -423,15 +423,12 @@ class PreparedStore:
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [], where,
-                            None, max_always_tokens, costs=False)
+                            None, max_always_tokens, lists=True)
         if walked is None:
             decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
                                   max_always_tokens=max_always_tokens, always_pool=always_pool)
             return {name: [d.entry for d in picked] for name, picked in decided.items()}
-        entries, filled, _, _ = walked
-        get = entries.__getitem__
-        return {name: [*map(get, got.always), *map(get, map(_POSITION, got.selected))]
-                for name, got in filled.items()}
+        return cast(Dict[str, List[Mapping[str, Any]]], walked[0])
 
     def explain_pools(
         self,
@@ -502,7 +499,8 @@ class PreparedStore:
             return self._stateless(entries, checked, context, scorer, now, keep,
                                    max_always_tokens, always_pool).loaded()
         chosen, filled, positions, cost = walked
-        return _decisions(filled, chosen.__getitem__, positions, cost)
+        return _decisions(filled, cast(Dict[int, Mapping[str, Any]], chosen).__getitem__,
+                          positions, cost)
 
     def _decided_unindexed(
         self,
@@ -533,15 +531,17 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]],
         include: Optional[Callable[[Mapping[str, Any]], bool]],
         max_always_tokens: Optional[int],
-        costs: bool = True,
-    ) -> Optional[Tuple[Dict[int, Mapping[str, Any]], Dict[str, Filled],
-                        Callable[[List[int]], List[int]], Callable[[int], int]]]:
-        """The prepared walk: the entries it indexed into, each pool's fill, positions and costs.
+        lists: bool = False,
+    ) -> Optional[Tuple[Union[Dict[int, Mapping[str, Any]], Dict[str, List[Mapping[str, Any]]]],
+                        Dict[str, Filled], Callable[[List[int]], List[int]],
+                        Callable[[int], int]]]:
+        """The prepared walk: the loaded entries, each pool's fill, positions and costs.
 
-        ``positions`` maps a list of the walk's entry numbers to their
+        The loaded entries are read under the lock: by number, or with
+        ``lists=True`` (:meth:`retrieve_pools`) as each pool's list in load
+        order. ``positions`` maps a list of the walk's entry numbers to their
         positions among the live entries (then the extras); the costs are
-        those of the always-scope entries loaded (none with ``costs=False``:
-        a loaded candidate carries its own).
+        those of the always-scope entries loaded (none with ``lists=True``).
 
         None when the walk cannot answer: a scorer other than the default
         score with this index's word reader, or a partitioned store queried
@@ -576,10 +576,14 @@ class PreparedStore:
 
             # The loaded entries and their costs, read under the lock: a write
             # after it replaces the index's list items in place.
+            get = entries.__getitem__
+            if lists:
+                return ({name: [*map(get, got.always), *map(get, map(_POSITION, got.selected))]
+                         for name, got in filled.items()}, filled, positions, int)
             chosen = {i: entries[i] for got in filled.values()
                       for i in chain(got.always, map(_POSITION, got.selected))}
             cost = query.cost
-            kept = {i: cost(i) for got in filled.values() for i in got.always} if costs else {}
+            kept = {i: cost(i) for got in filled.values() for i in got.always}
             return chosen, filled, positions, kept.__getitem__
 
     def _check_new(self, entry: Any) -> None:
