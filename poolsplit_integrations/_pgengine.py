@@ -48,8 +48,8 @@ from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
 from poolsplit_integrations._postgres import _items  # noqa: E402
 
-__all__ = ["DatabaseEngine", "entries_kept", "read_if_small", "read_rows", "setup_entries",
-           "snapshot"]
+__all__ = ["DatabaseEngine", "backfill_sql", "entries_kept", "entries_sql", "read_if_small",
+           "read_rows", "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -60,14 +60,15 @@ _FILE = "poolsplit_v1_entries.sql"
 PAGE = 64
 
 
-def setup_entries(conn: Any, table: str = "store") -> None:
+def setup_entries(conn: Any, table: str = "store") -> int:
     """Install ``poolsplit_v1`` and keep readings of ``table``'s rows (idempotent).
 
     The functions (:func:`poolsplit_integrations._pgsql.setup`), then the
     readings table and the triggers on ``table`` (LangGraph's ``store``, as
     the connection's ``search_path`` finds it), then the readings of the rows
     already there, in a transaction of their own (writers are not blocked: a
-    row written meanwhile keeps its trigger's readings).
+    row written meanwhile keeps its trigger's readings). Returns how many rows
+    that last step gave readings to (0 when every row had them).
     """
     _pgsql.setup(conn)
     with conn.transaction():
@@ -78,17 +79,30 @@ def setup_entries(conn: Any, table: str = "store") -> None:
         if qualified is None:
             raise RuntimeError(f"no table {table!r} in this database: run the store's setup()"
                                " first (LangGraph's migrations create it)")
-        _one(conn, "SELECT pg_catalog.pg_advisory_xact_lock(%s)", (_pgsql._LOCK,))
+        _one(conn, _pgsql.LOCK_SQL)
         kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
-        text = (resources.files("poolsplit_integrations") / "sql" / _FILE).read_text("utf-8")
-        conn.execute(text.replace("@STORE@", qualified), prepare=False)
+        conn.execute(entries_sql(qualified), prepare=False)
         _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))
     with conn.transaction():
-        conn.execute(
-            "INSERT INTO poolsplit_v1.entry"
+        filled = conn.execute(backfill_sql(qualified), prepare=False).rowcount
+    return max(int(filled), 0)
+
+
+def entries_sql(qualified: str) -> str:
+    """``sql/poolsplit_v1_entries.sql`` for the store table ``qualified`` (quoted, as SQL)."""
+    text = (resources.files("poolsplit_integrations") / "sql" / _FILE).read_text("utf-8")
+    return text.replace("@STORE@", qualified)
+
+
+def backfill_sql(qualified: str) -> str:
+    """The statement that fills in the readings of the rows ``qualified`` already holds.
+
+    A row that has its readings (its trigger wrote them) keeps them.
+    """
+    return ("INSERT INTO poolsplit_v1.entry"
             " SELECT t.prefix, t.key, t.updated_at, t.created_at, r.*"
             f" FROM {qualified} AS t, LATERAL poolsplit_v1.readings(t.value, t.created_at) AS r"
-            " ON CONFLICT (prefix, key) DO NOTHING", prepare=False)
+            " ON CONFLICT (prefix, key) DO NOTHING")
 
 
 def entries_kept(conn: Any, table: str = "store") -> bool:

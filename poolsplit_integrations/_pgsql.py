@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SCHEMA", "VERSION", "installed", "setup", "sql_text"]
+__all__ = ["LOCK_SQL", "RECORD_SQL", "SCHEMA", "VERSION", "installed", "setup", "sql_text"]
 
 #: The schema the functions live in.
 SCHEMA = "poolsplit_v1"
@@ -30,6 +30,11 @@ VERSION = 1
 #: The transaction-level advisory lock every install takes (b"poolsplt" as an int8).
 _LOCK = int.from_bytes(b"poolsplt", "big")
 _MIN_SERVER = 140000  # SQL-standard function bodies (RETURN / BEGIN ATOMIC)
+#: The statement that takes the install's lock (in each transaction of an install).
+LOCK_SQL = f"SELECT pg_catalog.pg_advisory_xact_lock({_LOCK})"
+#: The statement that records :data:`VERSION`, after the file, in the file's transaction.
+RECORD_SQL = (f"INSERT INTO {SCHEMA}.installed (version, installed_at)"
+              f" VALUES ({VERSION}, pg_catalog.now()) ON CONFLICT (version) DO NOTHING")
 
 
 def sql_text() -> str:
@@ -60,14 +65,12 @@ def setup(conn: psycopg.Connection[Any]) -> bool:
         encoding = _one(conn, "SELECT pg_catalog.current_setting('server_encoding')")
         if encoding != "UTF8":
             raise RuntimeError(f"{SCHEMA} needs a UTF8 database, got encoding {encoding}")
-        _one(conn, "SELECT pg_catalog.pg_advisory_xact_lock(%s)", (_LOCK,))
+        _one(conn, LOCK_SQL)
         if _recorded(conn):
             return False
         kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
         conn.execute(sql_text(), prepare=False)  # several statements: the simple protocol
-        conn.execute(f"INSERT INTO {SCHEMA}.installed (version, installed_at)"
-                     " VALUES (%s, pg_catalog.now()) ON CONFLICT (version) DO NOTHING",
-                     (VERSION,))
+        conn.execute(RECORD_SQL, prepare=False)
         # The file sets search_path for its own definitions (SET LOCAL): put it back, in
         # case this is a savepoint inside the caller's transaction.
         _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))

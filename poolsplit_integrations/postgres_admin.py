@@ -1,0 +1,310 @@
+"""``poolsplit-postgres``: install and inspect poolsplit's part of a PostgreSQL store, no Python.
+
+``PoolSplitStore.setup()`` runs LangGraph's migrations, then installs the
+schema ``poolsplit_v1``: SQL functions that read a row of the store table as
+the core reads its entry (:mod:`poolsplit_integrations._pgsql`), and a table
+of each row's readings kept by triggers on the store table
+(:func:`poolsplit_integrations._pgengine.setup_entries`). This command does
+the second half for an operator, and shows it::
+
+    poolsplit-postgres sql [--table store]          # the SQL, to review or pipe to psql
+    poolsplit-postgres setup DSN [--table store]    # install it (idempotent)
+    poolsplit-postgres status DSN [--table store]   # installed? kept? stale readings? sizes
+
+(also ``python -m poolsplit_integrations.postgres_admin``). ``--table`` is the
+store table's name as PostgreSQL stores it (case and all), optionally
+schema-qualified (``myschema.store``); unqualified, the connection's
+``search_path`` finds it (``sql`` takes it to be in ``public``: the script
+sets its own ``search_path``). LangGraph's own migrations stay the store's
+``setup()``: run that first, it creates the table.
+
+Exit codes: 0 success (``status``: installed, kept, nothing stale), 1 ``status``
+found something to do, 2 an error (one line on stderr: a connection refused,
+no store table, a missing install).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+
+from poolsplit_integrations import _pgsql
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["Status", "main", "read_status", "script", "store_identifier"]
+
+PROG = "poolsplit-postgres"
+#: The readings table ``sql/poolsplit_v1_entries.sql`` creates.
+ENTRIES = f"{_pgsql.SCHEMA}.entry"
+
+
+class Failure(Exception):
+    """An error the command reports in one line on stderr, with exit code 2."""
+
+
+class Status(NamedTuple):
+    """What ``status`` reads of one database and store table."""
+
+    table_exists: bool
+    installed: bool             # the functions, at :data:`_pgsql.VERSION`
+    versions: tuple[int, ...]   # every version recorded in ``poolsplit_v1.installed``
+    kept: bool                  # the triggers keep readings of the table's rows
+    rows: int                   # rows of the store table
+    missing: int                # rows without a reading
+    stale: int                  # rows whose reading is of an older write (updated_at differs)
+    table_bytes: int | None     # pg_total_relation_size of the store table
+    entries_bytes: int | None   # ... of the readings table
+
+    @property
+    def ok(self) -> bool:
+        """Installed, kept, and every row has its current reading."""
+        return (self.table_exists and self.installed and self.kept
+                and self.missing == 0 and self.stale == 0)
+
+
+def store_identifier(table: str, schema: str | None = None) -> str:
+    """``table`` (``name`` or ``schema.name``) quoted as an SQL identifier: ``"store"``.
+
+    ``schema``: the schema of an unqualified ``table`` (None: leave it unqualified,
+    for the connection's ``search_path`` to find).
+
+    Raises:
+        Failure: an empty name, or more than one dot.
+    """
+    from psycopg import sql
+
+    parts = table.split(".")
+    if len(parts) > 2 or not all(parts):
+        raise Failure(f"--table {table!r}: give a table name, or schema.table")
+    if len(parts) == 1 and schema is not None:
+        parts.insert(0, schema)
+    return sql.Identifier(*parts).as_string(None)
+
+
+def script(table: str = "store") -> str:
+    """The SQL that installs what :func:`setup` installs, for psql; ``table`` as for ``--table``.
+
+    Three transactions: the functions and their version record, under the
+    install's advisory lock; the readings table and the triggers on the
+    store table, under the same lock; the readings of the rows already there.
+    The SQL files set their own ``search_path``, so the table is named with
+    its schema: an unqualified ``table`` is taken to be in ``public``. The
+    first statement fails when there is no such table (nothing is installed).
+    """
+    from psycopg import sql
+
+    from poolsplit_integrations import _pgengine
+
+    quoted = store_identifier(table, "public")
+    lock = f"{_pgsql.LOCK_SQL};"
+    check = sql.SQL("SELECT {}::pg_catalog.regclass;").format(sql.Literal(quoted))
+    return "\n".join([
+        f"-- {PROG} sql: what the store's setup() installs after LangGraph's",
+        f"-- migrations, for the store table {quoted}. Run it once that table exists",
+        "-- (the first statement checks), stopping at the first error:",
+        f"--   {PROG} sql | psql -v ON_ERROR_STOP=1 \"$DATABASE_URL\"",
+        "-- Running it again changes nothing. What setup() checks and psql does not: the",
+        "-- server is PostgreSQL 14 or later (older ones reject the functions) and the",
+        "-- database's encoding is UTF8 (the readings are exact only there). setup() also",
+        f"-- skips the functions once version {_pgsql.VERSION} is recorded; this script"
+        " creates them",
+        "-- again, with the same definitions.",
+        "",
+        f"-- 1. The functions ({_pgsql.SCHEMA}.sql), recorded as version {_pgsql.VERSION}.",
+        "BEGIN;",
+        check.as_string(None),
+        lock,
+        _pgsql.sql_text().rstrip(),
+        f"{_pgsql.RECORD_SQL};",
+        "COMMIT;",
+        "",
+        f"-- 2. The readings table {ENTRIES} and the triggers on {quoted}"
+        f" ({_pgsql.SCHEMA}_entries.sql).",
+        "BEGIN;",
+        lock,
+        _pgengine.entries_sql(quoted).rstrip(),
+        "COMMIT;",
+        "",
+        "-- 3. The readings of the rows already there, in a transaction of their own",
+        "-- (writers are not blocked: a row written meanwhile keeps its trigger's readings).",
+        "BEGIN;",
+        f"{_pgengine.backfill_sql(quoted)};",
+        "COMMIT;",
+        "",
+    ])
+
+
+def read_status(conn: psycopg.Connection[Any], table: str = "store") -> Status:
+    """What ``status`` prints, read from ``conn`` in one snapshot; ``table`` as for ``--table``."""
+    from poolsplit_integrations import _pgengine
+
+    quoted = store_identifier(table)
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        exists = bool(_one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (quoted,)))
+        has_entries = bool(_one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
+                                (ENTRIES,)))
+        has_record = bool(_one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
+                               (f"{_pgsql.SCHEMA}.installed",)))
+        versions = tuple(_column(conn, f"SELECT version FROM {_pgsql.SCHEMA}.installed"
+                                       " ORDER BY version")) if has_record else ()
+        installed = _pgsql.installed(conn)
+        kept = exists and _pgengine.entries_kept(conn, quoted)
+        rows = missing = stale = 0
+        if exists and has_entries:
+            rows, missing, stale = _row(conn, (
+                "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE e.key IS NULL),"
+                " pg_catalog.count(*) FILTER (WHERE e.key IS NOT NULL"
+                " AND e.updated_at IS DISTINCT FROM t.updated_at)"
+                f" FROM {quoted} AS t LEFT JOIN {ENTRIES} AS e"
+                " ON e.prefix = t.prefix AND e.key = t.key"))
+        elif exists:
+            rows = missing = int(_one(conn, f"SELECT pg_catalog.count(*) FROM {quoted}"))
+        size = "SELECT pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(%s))"
+        table_bytes = _one(conn, size, (quoted,)) if exists else None
+        entries_bytes = _one(conn, size, (ENTRIES,)) if has_entries else None
+    return Status(exists, installed, versions, kept, int(rows), int(missing), int(stale),
+                  table_bytes, entries_bytes)
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); the exit code."""
+    out = sys.stdout if stdout is None else stdout
+    err = sys.stderr if stderr is None else stderr
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "sql":
+            out.write(script(args.table))
+            return 0
+        if args.command == "setup":
+            return _setup(args.dsn, args.table, out)
+        return _status(args.dsn, args.table, out)
+    except Failure as exc:
+        print(f"{PROG}: {exc}", file=err)
+    except ImportError as exc:
+        print(f"{PROG}: {_one_line(exc)}", file=err)
+    except Exception as exc:  # psycopg's errors: one line, no traceback
+        if not _is_database_error(exc):
+            raise
+        print(f"{PROG}: {type(exc).__name__}: {_one_line(exc)}", file=err)
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Install and inspect poolsplit's SQL in a PostgreSQL store"
+        " database (LangGraph's PostgresStore), without the application.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    table = argparse.ArgumentParser(add_help=False)
+    table.add_argument("--table", default="store", help="the store table, as PostgreSQL names"
+                       " it, optionally schema.table (default: store)")
+    commands.add_parser("sql", parents=[table], help="print the SQL that setup runs, for psql"
+                        " (no connection)")
+    for name, text in (("setup", "install the functions and keep readings of the store table's"
+                        " rows (idempotent)"),
+                       ("status", "whether it is installed and kept; rows without a current"
+                        " reading; sizes (exit 1 when something is to do)")):
+        sub = commands.add_parser(name, parents=[table], help=text)
+        sub.add_argument("dsn", metavar="DSN", help="a libpq connection string or URI")
+    return parser
+
+
+def _connect(dsn: str) -> psycopg.Connection[Any]:
+    import psycopg
+
+    try:
+        return psycopg.connect(dsn, autocommit=True, prepare_threshold=0)
+    except psycopg.Error as exc:
+        raise Failure(f"cannot connect: {_one_line(exc)}") from exc
+
+
+def _setup(dsn: str, table: str, out: TextIO) -> int:
+    from poolsplit_integrations import _pgengine
+
+    quoted = store_identifier(table)
+    started = time.perf_counter()
+    with _connect(dsn) as conn:
+        if not _one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (quoted,)):
+            raise Failure(f"no table {quoted} in this database: run the store's setup() first"
+                          " (LangGraph's migrations create it)")
+        kept_before = _pgengine.entries_kept(conn, quoted)
+        try:
+            new = _pgsql.setup(conn)
+            filled = _pgengine.setup_entries(conn, quoted)
+        except RuntimeError as exc:  # an old server, a database not in UTF8, a dropped table
+            raise Failure(str(exc)) from exc
+    took = time.perf_counter() - started
+    state = "installed now" if new else "already installed"
+    print(f"functions {_pgsql.SCHEMA}: version {_pgsql.VERSION}, {state}", file=out)
+    print(f"readings of {quoted}: kept in {ENTRIES} by triggers"
+          f" ({'already' if kept_before else 'from now on'})", file=out)
+    print(f"rows given readings: {filled}", file=out)
+    print(f"took {took:.2f} s", file=out)
+    return 0
+
+
+def _status(dsn: str, table: str, out: TextIO) -> int:
+    quoted = store_identifier(table)
+    with _connect(dsn) as conn:
+        status = read_status(conn, table)
+    versions = ", ".join(map(str, status.versions)) or "none"
+    print(f"functions {_pgsql.SCHEMA}: "
+          f"{'installed' if status.installed else 'not installed'}"
+          f" (versions recorded: {versions})", file=out)
+    if not status.table_exists:
+        print(f"table {quoted}: not found (run the store's setup() first)", file=out)
+    else:
+        print(f"readings of {quoted}: {'kept' if status.kept else 'not kept'}", file=out)
+        print(f"rows: {status.rows}; without a reading: {status.missing};"
+              f" with a stale reading: {status.stale}", file=out)
+        print(f"size of {quoted}: {_size(status.table_bytes)}; of {ENTRIES}:"
+              f" {_size(status.entries_bytes)}", file=out)
+    print("status: ok" if status.ok else f"status: to do (run: {PROG} setup)", file=out)
+    return 0 if status.ok else 1
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "absent"
+    size, unit = float(count), "bytes"
+    for bigger in ("kB", "MB", "GB", "TB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{count} bytes" if unit == "bytes" else f"{size:.1f} {unit} ({count} bytes)"
+
+
+def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = ()) -> Any:
+    return _pgsql._one(conn, query, params)
+
+
+def _row(conn: psycopg.Connection[Any], query: str) -> tuple[Any, ...]:
+    row = conn.cursor().execute(query, prepare=False).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def _column(conn: psycopg.Connection[Any], query: str) -> list[Any]:
+    return [row[0] for row in conn.cursor().execute(query, prepare=False).fetchall()]
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    import psycopg
+
+    return isinstance(exc, psycopg.Error)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (libpq's messages span several)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
