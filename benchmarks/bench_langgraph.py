@@ -44,7 +44,10 @@ Targets (each marked MET / NOT MET in the printed table):
   reads may fill the bounded verdict cache, reported apart).
 
 Defaults (100,000 memories) run in a few minutes; ``--users 10000`` gives a
-1,000,000-row table. Writes ``benchmarks/results_langgraph.json``.
+1,000,000-row table. Writes ``benchmarks/results_langgraph.json`` and the plot
+``benchmarks/langgraph.png`` (median and p95 of each path, the targets drawn
+in); ``--plot-only results_langgraph.json`` draws the plot again from a saved
+run, running nothing.
 """
 
 from __future__ import annotations
@@ -510,6 +513,117 @@ def report(result: dict[str, Any]) -> None:
         print(f"  {t['target']:<52} {t['measured']:<32} {mark}")
 
 
+# --------------------------------------------------------------------------
+# Plot
+# --------------------------------------------------------------------------
+
+
+def plot_panels(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """What ``plot`` draws: per panel a title, its bars (label, summary) and its target.
+
+    A target is ``(p95 limit in ms, label, index of the bar it applies to)`` or ``None``.
+    """
+    small = result["small"]
+    search_p95 = small["search_limit10"]["p95_ms"]
+    panels = [{
+        "title": "100-memory namespace",
+        "bars": [("retrieve_pools, PostgreSQL", small["retrieve_pools"]),
+                 ("store.search(limit=10), PostgreSQL", small["search_limit10"]),
+                 ("retrieve_pools, InMemoryStore (index, warm)",
+                  result["inmemory_small"]["retrieve_pools"])],
+        "target": (1.5 * search_p95, f"retrieve_pools p95 <= 1.5x search's"
+                                     f" = {1.5 * search_p95:.2f} ms", 0),
+    }]
+    limits = {"10000": 20.0, "100000": 100.0}
+    for n, s in result["big"].items():
+        bars = [("retrieve_pools, PostgreSQL (the database scores)", s),
+                ("retrieve_pools, PostgreSQL (read whole)", s["read_whole"]),
+                (f"store.search(limit={int(n):,}), PostgreSQL", s["search_whole"])]
+        if n in result.get("inmemory_big", {}):
+            bars.append(("retrieve_pools, InMemoryStore (index, warm)",
+                         result["inmemory_big"][n]))
+        limit = limits.get(n)
+        panels.append({
+            "title": f"{int(n):,}-memory namespace",
+            "bars": bars,
+            "target": (limit, f"retrieve_pools p95 <= {limit:g} ms", 0) if limit else None,
+        })
+    plain = result["put_plain"]["postgres_put"]["p95_ms"]
+    panels.append({
+        "title": "put",
+        "bars": [("PostgresStore.put, before setup()", result["put_plain"]["postgres_put"]),
+                 ("PoolSplitStore.put, before setup()", result["put_plain"]["poolsplit_put"]),
+                 ("PostgresStore.put, after setup() (triggers)", result["put"]["postgres_put"]),
+                 ("PoolSplitStore.put, after setup() (triggers)",
+                  result["put"]["poolsplit_put"])],
+        "target": (2 * plain, f"PostgresStore.put p95 after setup() <= 2x before"
+                              f" = {2 * plain:.2f} ms", 2),
+    })
+    return panels
+
+
+def plot(result: dict[str, Any], out: Path) -> bool:
+    """Draw ``result`` (what ``run`` returns) to ``out``: median and p95 per path and panel.
+
+    One panel per namespace size and one for puts; each target is a dashed line at its p95
+    limit, named (MET / NOT MET) in the panel's title. Returns False, drawing nothing, when
+    matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        return False
+    def ms(v: float) -> str:
+        return f"{v:,.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+    panels = plot_panels(result)
+    heights = [len(p["bars"]) + 1.5 for p in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9.5, 0.62 * sum(heights) + 0.9),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    width = 0.38
+    for ax, panel in zip(axes[:, 0], panels):
+        labels = [label for label, _ in panel["bars"]]
+        medians = [s["median_ms"] for _, s in panel["bars"]]
+        p95s = [s["p95_ms"] for _, s in panel["bars"]]
+        rows = range(len(labels))
+        ax.barh([r - width / 2 for r in rows], medians, width, label="median", color="#4c72b0")
+        ax.barh([r + width / 2 for r in rows], p95s, width, label="p95", color="#dd8452")
+        for r, (m, p) in enumerate(zip(medians, p95s)):
+            ax.text(m, r - width / 2, f" {ms(m)}", va="center", fontsize=7)
+            ax.text(p, r + width / 2, f" {ms(p)}", va="center", fontsize=7)
+        values = medians + p95s
+        title = panel["title"]
+        if panel["target"]:
+            limit, text, applies = panel["target"]
+            values.append(limit)
+            ax.axvline(limit, color="#c44e52", linestyle="--", linewidth=1.2)
+            met = "MET" if p95s[applies] <= limit else "NOT MET"
+            title += f"\ntarget (dashed line): {text}, {met}"
+        low, high = min(values), max(values)
+        if high / low > 20:
+            ax.set_xscale("log")
+            ax.set_xlim(low / 2, high * 4)
+        else:
+            ax.set_xlim(0, high * 1.25)
+        ax.set_yticks(list(rows), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[-1, 0].set_xlabel("ms per call (log scale where the spread is wide)")
+    fig.suptitle(f"PoolSplitStore over LangGraph's PostgresStore (PostgreSQL"
+                 f" {result.get('postgres', '?')}, {result.get('rows', 0):,} memories)",
+                 fontsize=11)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncols=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.99))
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=1000,
@@ -520,7 +634,18 @@ def main() -> int:
     parser.add_argument("--puts", type=int, default=200, help="puts through each store")
     parser.add_argument("--trials", type=int, default=50, help="freshness trials")
     parser.add_argument("--big", action="store_true", help="also a 100,000-memory namespace")
+    parser.add_argument("--plot-only", metavar="JSON", type=Path,
+                        help="run nothing: draw benchmarks/langgraph.png from a saved"
+                             " results_langgraph.json")
     args = parser.parse_args()
+    figure = ROOT / "benchmarks" / "langgraph.png"
+    if args.plot_only:
+        saved = json.loads(args.plot_only.read_text(encoding="utf-8"))
+        if not plot(saved, figure):
+            print("matplotlib is not installed: no plot drawn", file=sys.stderr)
+            return 1
+        print(f"drawn from {args.plot_only}: {figure.relative_to(ROOT)}")
+        return 0
     logging.getLogger("poolsplit").setLevel(logging.ERROR)
     started = time.perf_counter()
     with ExitStack() as stack:
@@ -543,7 +668,9 @@ def main() -> int:
     report(result)
     out = ROOT / "benchmarks" / "results_langgraph.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"\n(run took {result['seconds']:.0f} s; written to {out.relative_to(ROOT)})")
+    drawn = plot(result, figure)
+    print(f"\n(run took {result['seconds']:.0f} s; written to {out.relative_to(ROOT)}"
+          f"{' and ' + str(figure.relative_to(ROOT)) if drawn else ''})")
     correct = not result["differ"] and result["targets"][3]["met"]
     return 0 if correct else 1
 

@@ -3,9 +3,10 @@
 Both are named in ``mkdocs.yml``:
 
 - ``on_files``, an mkdocs hook, puts ``benchmarks/profiles.png`` (the plot
-  ``make bench-profiles`` writes) into the site as ``assets/profiles.png``, so
-  the performance page shows the plot of the last run, with no copy to keep in
-  step;
+  ``make bench-profiles`` writes) into the site as ``assets/profiles.png``, and
+  ``benchmarks/langgraph.png`` (the plot ``bench_langgraph.py`` writes) as
+  ``assets/langgraph.png``, so the performance page shows the plots of the last
+  runs, with no copy to keep in step;
 - ``DoctestFences``, a griffe extension used by the API reference, shows the
   ``>>>`` examples of the docstrings as Python code (Markdown would read them as
   prose: ``['fix', 'a']`` in an output line looks like a link reference, and the
@@ -24,7 +25,8 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
 #: Files outside ``docs/`` that the site shows: path in the site -> path in the repository.
-GENERATED = {"assets/profiles.png": "benchmarks/profiles.png"}
+GENERATED = {"assets/profiles.png": "benchmarks/profiles.png",
+             "assets/langgraph.png": "benchmarks/langgraph.png"}
 FENCE = "```"
 #: A Sphinx cross-reference role, ``:func:`name``` or ``:class:`~module.Name```.
 ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj):`(~?)([^`]+)`")

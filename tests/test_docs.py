@@ -79,11 +79,11 @@ def test_the_api_reference_renders_every_public_module(site):
         assert "<blockquote>" not in html, f"reference/{module}: a doctest rendered as prose"
 
 
-def test_the_performance_page_shows_the_plot_make_bench_profiles_writes(site):
-    assert (site / "assets" / "profiles.png").read_bytes() == (
-        ROOT / "benchmarks" / "profiles.png").read_bytes()
+@pytest.mark.parametrize("plot", ["profiles.png", "langgraph.png"])
+def test_the_performance_page_shows_the_plots_make_bench_writes(site, plot):
+    assert (site / "assets" / plot).read_bytes() == (ROOT / "benchmarks" / plot).read_bytes()
     html = (site / "performance" / "index.html").read_text(encoding="utf-8")
-    assert "assets/profiles.png" in html
+    assert f"assets/{plot}" in html
 
 
 def test_the_site_asks_no_font_or_script_from_another_host(site):
