@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
-pytest.importorskip("langgraph.store.postgres")
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_langgraph
