@@ -8,11 +8,12 @@ sorts only the best few of each pool. Its time follows the store's size, not
 its distribution.
 
 It answers exactly as the python engine and the stateless functions do, bit
-for bit: every factor is computed by the core's own arithmetic
-(``_recency_at``, ``_tag_share``, ``_overlap``, ``_message_gain``,
-``_score``), which numpy evaluates on whole columns with the same IEEE
-operations in the same order; ties are broken by the same key
-``(created, id, position)``, kept as a rank per row.
+for bit: the tag, project and message factors are read from the query's
+factor plan (its per-query tables, taken by index), and recency and the
+product are the core's own arithmetic (``_recency_at``, ``_score``), which
+numpy evaluates on whole columns with the same IEEE operations in the same
+order; ties are broken by the same key ``(created, id, position)``, kept as a
+rank per row.
 
 Importing this module registers the engine as ``"numpy"``; the poolsplit
 package imports it when numpy is installed, so ``PreparedStore(engine="auto")``
@@ -33,8 +34,8 @@ import numpy as np
 from poolsplit_core import poolsplit as core
 from poolsplit_core import prepared
 
-# The core's factor arithmetic, applied here to whole columns: its functions are
-# typed for floats, and numpy arrays go through the same operators.
+# The core's recency and product arithmetic, applied here to whole columns: its
+# functions are typed for floats, and numpy arrays go through the same operators.
 _arithmetic: Any = core
 
 __all__ = ["NumpyEngine", "VectorIndex", "VectorQuery"]
@@ -401,6 +402,23 @@ class VectorIndex(prepared._Index):
         return out
 
 
+def _tag_column(tag_factor: Callable[[int, int], float], shared: np.ndarray,
+                sizes: np.ndarray) -> np.ndarray:
+    """Rows' tag factors, ``tag_factor`` (the query's table) read once per (shared, size) pair."""
+    width = int(sizes.max()) + 1
+    codes = shared.astype(np.int64) * width + sizes
+    span = (int(shared.max()) + 1) * width
+    if span <= 4 * len(codes) + 4096:  # a small range of pairs: mark those present
+        present = np.zeros(span, np.bool_)
+        present[codes] = True
+        pairs = np.flatnonzero(present)
+        table = np.ones(span)
+        table[pairs] = [tag_factor(*divmod(code, width)) for code in pairs.tolist()]
+        return cast(np.ndarray, table[codes])
+    pairs, inverse = np.unique(codes, return_inverse=True)
+    return np.array([tag_factor(*divmod(code, width)) for code in pairs.tolist()])[inverse]
+
+
 def _group(facts: prepared._Facts) -> tuple[Any, float, Any]:
     return facts.group  # type: ignore[return-value]  # a regular entry's group is set
 
@@ -432,8 +450,9 @@ class VectorQuery(prepared._PreparedQuery):
         """Every row's default score at this query, factor by factor, as the core computes it.
 
         A tag or message factor is 1.0 for a row sharing nothing with the
-        query, so only the rows that share something are computed; the
-        product is :func:`~poolsplit_core.poolsplit._score` of whole columns.
+        query, so only the rows that share something are read from the
+        query's tables; the product is :func:`~poolsplit_core.poolsplit._score`
+        of whole columns.
         """
         if self._scores is not None:
             return self._scores
@@ -446,7 +465,7 @@ class VectorQuery(prepared._PreparedQuery):
             if index.tags_index.count_into(shared, query.tags):
                 hit = np.flatnonzero(shared)
                 tags = np.ones(rows)
-                tags[hit] = _arithmetic._tag_share(shared[hit], c["tags"][hit])
+                tags[hit] = _tag_column(query.tag_factor, shared[hit], c["tags"][hit])
         project: Any = 1.0
         if len(index.projects) > 1:
             project = np.take(self._project_table(), c["project"])
@@ -486,17 +505,17 @@ class VectorQuery(prepared._PreparedQuery):
         return recency
 
     def _project_table(self) -> np.ndarray:
-        """The project factor of each project code at this query."""
+        """The project factor of each project code at this query, from the query's table."""
         index, query = self.index, self.query
-        table = np.full(len(index.projects), core._PROJECT_OTHER)
-        table[0] = core._PROJECT_NONE  # code 0 is None
+        table = np.full(len(index.projects), query.project_factors[2])  # another project
+        table[0] = query.project_factor(None)  # code 0 is None
         if core._hashable(query.project):
             code = index.project_codes.get(query.project)
             if code:
-                table[code] = core._project_factor(index.projects[code], query)
+                table[code] = query.project_factor(index.projects[code])
         else:  # a project no dict can key: compare it with every one
             for code, project in enumerate(index.projects):
-                table[code] = core._project_factor(project, query)
+                table[code] = query.project_factor(project)
         return table
 
     def candidates(self, pool: core.Pool, taken: Any, room: core.Room

@@ -231,15 +231,14 @@ def default_scorer(
 # -- The default score, factor by factor -------------------------------------
 
 # Each factor of the table in the user guide ("The default scorer, exactly") is
-# one function below. _score multiplies them in the table's order, and every
-# upper bound the fast paths use is _score of the same functions, each at its
-# largest, in the same order: a bound cannot drift from the score it bounds.
-# (Multiplying positive floats is monotone under rounding, so a product of
-# factors that are each at least as large, taken in the same order, is never
-# smaller.) The message factor comes last, so a score is its partial product
-# times the message factor, exactly. The arithmetic of each factor (_recency_at,
-# _tag_share, _overlap, _message_gain) takes plain numbers here
-# and whole columns in the numpy engine: the same operations in the same order.
+# one function below, and a _Query holds its per-query values (the factor plan),
+# read by the score, every bound and the numpy columns. _score multiplies them in
+# the table's order, and every upper bound the fast paths use is _score of the
+# same factors, each at its largest, in the same order: a bound cannot drift from
+# the score it bounds (a product of positive floats each at least as large, in the
+# same order, is never smaller). The message factor comes last: a score is its
+# partial product times it, exactly. _recency_at takes plain numbers here and
+# whole columns in the numpy engine: the same operations in the same order.
 
 _STOPWORDS = frozenset(
     "the and for are but not you all can her was one our out day has had his how"
@@ -253,7 +252,8 @@ _DAY_SECONDS = 86400.0
 class _Query:
     """A retrieval context reduced once per call to what the scorer compares."""
 
-    __slots__ = ("message_factors", "options", "project", "reader", "tags", "words")
+    __slots__ = ("message_factors", "options", "project", "project_factors", "reader",
+                 "tag_factors", "tags", "words")
 
     def __init__(self, words: FrozenSet[str], project: Any, tags: FrozenSet[str],
                  reader: Optional[WordReader] = None) -> None:
@@ -263,9 +263,22 @@ class _Query:
         self.reader = reader  # None: W(text), the default words
         # None: recency and similarity as the default scorer's (make_scorer options otherwise)
         self.options: Optional[ConfiguredScorer] = None
-        #: The message factor of each count of shared words, 0 to all of them: read
-        #: by the score, every bound and the numpy columns, computed once per query.
+        #: The factor plan, read by the score, every bound and the numpy columns: message
+        #: factors by shared words (0 to all), project factors (none, the query's, another).
         self.message_factors = [_message_factor(k, self) for k in range(len(words) + 1)]
+        self.project_factors = (_PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER)
+        self.tag_factors: Dict[Tuple[int, int], float] = {}  # by (shared, size), as met
+
+    def tag_factor(self, shared: int, size: int) -> float:
+        """:func:`_tag_factor` of an entry with ``size`` tags, ``shared`` of them the query's."""
+        factor = self.tag_factors.get((shared, size))
+        if factor is None:  # (no tags: 1.0; no shared tag: 1 + 0.0, exactly 1.0 too)
+            factor = self.tag_factors[shared, size] = _tag_share(shared, size) if size else 1.0
+        return factor
+
+    def project_factor(self, project: Any) -> float:
+        """:func:`_project_factor` of an entry's project: none, the query's or another."""
+        return self.project_factors[0 if project is None else 1 if project == self.project else 2]
 
     @classmethod
     def from_context(cls, context: Optional[Mapping[str, Any]],
@@ -320,13 +333,13 @@ def _entry_score(base: float, recency: float, tags: Collection[str], project: An
                  message: float, query: _Query) -> float:
     """The default score from an entry's parsed fields (both paths score through here).
 
-    ``recency`` is :func:`_recency_of` the entry and ``message`` its
-    :func:`_message_factor` (a prepared query reads both once for many
-    entries). Without its similarity factor (the caller multiplies it last,
-    when there is one).
+    ``recency`` is :func:`_recency_of` the entry and ``message`` its message
+    factor; the tag and project factors are the query's plan's. Without its
+    similarity factor (the caller multiplies it last, when there is one).
     """
-    return _score(base, recency, _tag_factor(tags, query), _project_factor(project, query),
-                  message)
+    shared = len(query.tags.intersection(tags)) if tags and query.tags else 0
+    return _score(base, recency, query.tag_factor(shared, len(tags)) if shared else 1.0,
+                  query.project_factor(project), message)
 
 
 def _recency_of(query: _Query, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
@@ -385,11 +398,7 @@ def _recency_at(age_us: Any, horizon: Any, maximum: Callable[..., Any] = max) ->
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
-    """``1 + 0.5 * shared / len(tags)`` for an entry with tags, else 1.0.
-
-    At most ``_tag_factor(query.tags, query)``: every tag shared. (With no
-    query tags the share is 0 and the factor exactly 1.0.)
-    """
+    """``1 + 0.5 * shared / len(tags)`` for an entry with tags, else 1.0 (no share: 1.0 too)."""
     if not tags or not query.tags:
         return 1.0
     return _tag_share(len(query.tags.intersection(tags)), len(tags))

@@ -129,9 +129,6 @@ _entry_score = core._entry_score
 _recency_of = core._recency_of
 _score = core._score
 _recency = core._recency
-_tag_factor = core._tag_factor
-_project_factor = core._project_factor
-_message_factor = core._message_factor
 _base_priority = core._base_priority
 _word_sets = core._word_sets
 _cost = core._cost
@@ -1164,11 +1161,11 @@ class _Index:
         cache_key = (pool.types, query.project) if _hashable(query.project) else None
         got = self.streams_cache.get(cache_key) if cache_key is not None else None
         if got is None:
-            no_tag, no_word = _tag_factor((), query), _message_factor(0, query)  # both 1.0
+            no_tag, no_word = query.tag_factor(0, 0), query.message_factors[0]  # both 1.0
             top_recency = _recency(None, 0)  # recency is at most this (age 0)
             streams, ceilings = [], []
             for group in self.layout_for(pool)[0]:
-                project = _project_factor(group[2], query)
+                project = query.project_factor(group[2])
                 streams.append(_new(_Stream, (self.groups[group], group, self.min_cost[group],
                                               no_tag, project, no_word)))
                 ceilings.append(_score(group[1], top_recency, no_tag, project, no_word))
@@ -1545,9 +1542,9 @@ class _PreparedQuery:
         group_streams, group_ceilings = index.group_streams(pool, query)
         streams, ceilings = list(group_streams), list(group_ceilings)
         starts: List[Union[int, _Lists]] = list(range(len(streams)))
-        no_tag = _tag_factor((), query)  # 1.0
+        no_tag = query.tag_factor(0, 0)  # 1.0
         top_recency = _recency(None, 0)  # recency is at most this (age 0)
-        all_tags = _tag_factor(query.tags, query)  # every tag of the query shared
+        all_tags = query.tag_factor(len(query.tags), len(query.tags))  # every query tag shared
         self.unsplit = {}
         for kind in kinds:
             words = index.by_word.get(kind) or {}
@@ -1558,10 +1555,10 @@ class _PreparedQuery:
             if not present and not shared_tags:
                 continue
             top = index.max_base[kind]
-            message = _message_factor(len(present), query)
+            message = query.message_factors[len(present)]
             # Entries with a shared tag are owed by the tag lists (tag factor
             # up to all_tags); the word lists owe the rest, whose tag factor is 1.
-            project = _project_factor(kind[1], query)
+            project = query.project_factor(kind[1])
             group = (kind[0], top, kind[1])
             for is_tag, lists, items, tag_factor in ((False, words, present, no_tag),
                                                      (True, tags, shared_tags, all_tags)):
