@@ -18,16 +18,20 @@ runs in one REPEATABLE READ, READ ONLY transaction (one snapshot):
 
 :class:`DatabaseEngine` merges the two streams in the spec's order and is a
 ``poolsplit_core.poolsplit.Engine``; the fill is the core's ``fill_pools``.
+Over an ``AsyncPostgresStore`` the same engine runs in a worker thread and
+reads each page through the store's event loop (:class:`LoopPages`): the
+transaction is the async connection's, and the loop is never blocked.
 The answer is the core's over the namespace's items in (namespace, key)
 code-point order (``tests/integrations/test_postgres_differential.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import heapq
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager, nullcontext
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -36,11 +40,12 @@ from poolsplit_integrations._extras import require
 
 require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool")
 
+from langgraph.checkpoint.postgres import _ainternal as _pg_ainternal  # noqa: E402
 from langgraph.checkpoint.postgres import _internal as _pg_internal  # noqa: E402
 from langgraph.store.base import SearchItem  # noqa: E402
 from langgraph.store.postgres import base as _lg  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
-from psycopg_pool import ConnectionPool  # noqa: E402
+from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
 from poolsplit_core import poolsplit as core  # noqa: E402
 from poolsplit_core.prepared import _decisions  # noqa: E402
@@ -48,8 +53,9 @@ from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
 from poolsplit_integrations._postgres import _items  # noqa: E402
 
-__all__ = ["DatabaseEngine", "backfill_sql", "entries_kept", "entries_sql", "read_if_small",
-           "read_rows", "setup_entries", "snapshot"]
+__all__ = ["DatabaseEngine", "LoopPages", "aentries_kept", "aread_if_small", "aread_rows",
+           "asetup_entries", "asnapshot", "backfill_sql", "entries_kept", "entries_sql",
+           "read_if_small", "read_rows", "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -70,21 +76,34 @@ def setup_entries(conn: Any, table: str = "store") -> int:
     row written meanwhile keeps its trigger's readings). Returns how many rows
     that last step gave readings to (0 when every row had them).
     """
-    _pgsql.setup(conn)
-    with conn.transaction():
-        qualified = _one(
-            conn, "SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident("
-            "c.relname) FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n"
-            " ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass(%s)", (table,))
-        if qualified is None:
-            raise RuntimeError(f"no table {table!r} in this database: run the store's setup()"
-                               " first (LangGraph's migrations create it)")
-        _one(conn, _pgsql.LOCK_SQL)
-        kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
-        conn.execute(entries_sql(qualified), prepare=False)
-        _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))
-    with conn.transaction():
-        filled = conn.execute(backfill_sql(qualified), prepare=False).rowcount
+    return _pgsql.run(conn, _entries_steps(conn.info.server_version, table))
+
+
+async def asetup_entries(conn: Any, table: str = "store") -> int:
+    """The async twin of :func:`setup_entries` (an ``AsyncConnection``, in its event loop)."""
+    return await _pgsql.arun(conn, _entries_steps(conn.info.server_version, table))
+
+
+def _entries_steps(server_version: int, table: str) -> _pgsql.Steps[int]:
+    """The statements of :func:`setup_entries`, for the sync and the async driver alike."""
+    Step, BEGIN, COMMIT = _pgsql.Step, _pgsql.BEGIN, _pgsql.COMMIT
+    yield from _pgsql.setup_steps(server_version)
+    yield BEGIN
+    qualified = yield Step(
+        "SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident("
+        "c.relname) FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n"
+        " ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass(%s)", (table,))
+    if qualified is None:
+        raise RuntimeError(f"no table {table!r} in this database: run the store's setup()"
+                           " first (LangGraph's migrations create it)")
+    yield Step(_pgsql.LOCK_SQL)
+    kept = yield Step("SELECT pg_catalog.current_setting('search_path')")
+    yield Step(entries_sql(qualified), None, one=False)
+    yield Step(_pgsql._RESTORE_PATH_SQL, (kept,))
+    yield COMMIT
+    yield BEGIN
+    filled = yield Step(backfill_sql(qualified), None, one=False)
+    yield COMMIT
     return max(int(filled), 0)
 
 
@@ -107,12 +126,20 @@ def backfill_sql(qualified: str) -> str:
 
 def entries_kept(conn: Any, table: str = "store") -> bool:
     """Whether ``table``'s rows have their readings kept (:func:`setup_entries` has run)."""
-    return bool(_one(
-        conn,
-        "SELECT pg_catalog.to_regclass('poolsplit_v1.entry') IS NOT NULL AND EXISTS ("
-        " SELECT 1 FROM pg_catalog.pg_trigger"
-        " WHERE tgname = 'poolsplit_v1_entry' AND tgrelid = pg_catalog.to_regclass(%s))",
-        (table,)))
+    return bool(_one(conn, _KEPT_SQL, (table,)))
+
+
+async def aentries_kept(conn: Any, table: str = "store") -> bool:
+    """The async twin of :func:`entries_kept`."""
+    cursor = conn.cursor(row_factory=_pgsql._first)
+    await cursor.execute(_KEPT_SQL, (table,), prepare=False)
+    return bool(await cursor.fetchone())
+
+
+_KEPT_SQL = (
+    "SELECT pg_catalog.to_regclass('poolsplit_v1.entry') IS NOT NULL AND EXISTS ("
+    " SELECT 1 FROM pg_catalog.pg_trigger"
+    " WHERE tgname = 'poolsplit_v1_entry' AND tgrelid = pg_catalog.to_regclass(%s))")
 
 
 @contextmanager
@@ -125,6 +152,16 @@ def snapshot(store: Any) -> Iterator[Any]:
             yield conn
 
 
+@asynccontextmanager
+async def asnapshot(store: Any) -> AsyncIterator[Any]:
+    """The async twin of :func:`snapshot` (an ``AsyncPostgresStore``, in its event loop)."""
+    pooled = isinstance(store.conn, AsyncConnectionPool)
+    async with _pg_ainternal.get_connection(store.conn) as conn:
+        async with (nullcontext() if pooled else store.lock), conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+
 def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[SearchItem], bool]:
     """The rows the readings do not answer for, as the store's items; whether any carries a user.
 
@@ -133,25 +170,46 @@ def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[Search
     missing or stale. The flag: some row under ``prefix`` (any row) holds a
     ``user_id`` that is not null.
     """
+    (rows_sql, rows_params), (users_sql, users_params) = _rows_statements(store, prefix)
+    cursor = conn.cursor(binary=True, row_factory=dict_row)
+    cursor.execute(rows_sql, rows_params)
+    rows = cursor.fetchall()
+    cursor.execute(users_sql, users_params)
+    carries = bool(cursor.fetchone()["users"])
+    return _items(store, rows), carries
+
+
+async def aread_rows(conn: Any, store: Any, prefix: Sequence[str]
+                     ) -> tuple[list[SearchItem], bool]:
+    """The async twin of :func:`read_rows` (an ``AsyncConnection``)."""
+    (rows_sql, rows_params), (users_sql, users_params) = _rows_statements(store, prefix)
+    cursor = conn.cursor(binary=True, row_factory=dict_row)
+    await cursor.execute(rows_sql, rows_params)
+    rows = await cursor.fetchall()
+    await cursor.execute(users_sql, users_params)
+    carries = bool((await cursor.fetchone())["users"])
+    return _items(store, rows), carries
+
+
+_Statement = tuple[str, tuple[Any, ...]]
+
+
+def _rows_statements(store: Any, prefix: Sequence[str]) -> tuple[_Statement, _Statement]:
+    """:func:`read_rows`'s two statements: the rows read whole, whether some row has a user."""
     condition, params = _lg._namespace_prefix_condition(tuple(prefix))
     own = ".".join(prefix)
     expiry = _expiry(store, "store")
-    cursor = conn.cursor(binary=True, row_factory=dict_row)
-    cursor.execute(
+    return ((
         "SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
         " NULL AS score FROM store LEFT JOIN poolsplit_v1.entry AS e"
         " ON e.prefix = store.prefix AND e.key = store.key"
         f" WHERE {condition} {expiry} AND (store.prefix <> %s OR e.key IS NULL OR NOT e.regular"
         " OR e.always OR e.updated_at IS DISTINCT FROM store.updated_at)"
         ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
-        (*params, own))
-    rows = cursor.fetchall()
-    cursor.execute(
+        (*params, own)), (
         f"SELECT EXISTS (SELECT 1 FROM store WHERE {condition} {expiry}"
         " AND coalesce(store.value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb) AS users",
-        params)
-    carries = bool(cursor.fetchone()["users"])
-    return _items(store, rows), carries
+        tuple(params)))
 
 
 def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
@@ -160,17 +218,33 @@ def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
     One statement (one snapshot, one round trip): the count of the rows the
     database would score, and the items only when that count is small.
     """
-    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
     with store._cursor(pipeline=True) as cursor:
-        cursor.execute(
-            "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM poolsplit_v1.entry"
-            " WHERE prefix = %s AND regular AND active AND NOT always)"
-            " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
-            " NULL AS score, scored.n FROM scored LEFT JOIN store ON scored.n < %s"
-            f" AND {condition} {_expiry(store, 'store')}"
-            ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
-            (".".join(prefix), SCORED_FROM, *params))
+        cursor.execute(*_small_statement(store, prefix))
         rows = cursor.fetchall()
+    return _small_items(store, rows)
+
+
+async def aread_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
+    """The async twin of :func:`read_if_small` (an ``AsyncPostgresStore``, in its loop)."""
+    async with store._cursor(pipeline=True) as cursor:
+        await cursor.execute(*_small_statement(store, prefix))
+        rows = await cursor.fetchall()
+    return _small_items(store, rows)
+
+
+def _small_statement(store: Any, prefix: Sequence[str]) -> _Statement:
+    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
+    return (
+        "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM poolsplit_v1.entry"
+        " WHERE prefix = %s AND regular AND active AND NOT always)"
+        " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
+        " NULL AS score, scored.n FROM scored LEFT JOIN store ON scored.n < %s"
+        f" AND {condition} {_expiry(store, 'store')}"
+        ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
+        (".".join(prefix), SCORED_FROM, *params))
+
+
+def _small_items(store: Any, rows: list[Any]) -> list[SearchItem] | None:
     if rows[0]["n"] >= SCORED_FROM:  # (the count's row is there even for no item)
         return None
     return _items(store, [row for row in rows if row["key"] is not None])
@@ -234,13 +308,19 @@ class DatabaseEngine:
     positions ``0 .. len - 1`` and the core's stateless engine serves them (the
     always tier among them). Rows the database scores take the next positions
     as they arrive; ``keep`` (the call's tenant filter) is applied to them too.
+
+    ``fetch(statement, params)``: the rows of one page, read on ``conn`` in the
+    call's snapshot (default: a cursor of ``conn``, a sync connection; over an
+    ``AsyncConnection``, a :class:`LoopPages`, the fill running in a thread).
     """
 
     def __init__(self, conn: Any, store: Any, prefix: Sequence[str],
                  items: Sequence[SearchItem], entries: Sequence[Mapping[str, Any]],
                  context: Mapping[str, Any] | None, now: datetime | None,
-                 keep: Callable[[Mapping[str, Any]], bool] | None) -> None:
+                 keep: Callable[[Mapping[str, Any]], bool] | None,
+                 fetch: Fetch | None = None) -> None:
         self.conn, self.store, self.prefix = conn, store, tuple(prefix)
+        self.fetch: Fetch = fetch if fetch is not None else _cursor_pages(conn)
         self.own = ".".join(prefix)
         self.items: list[Any] = list(items)
         self._entries: list[Mapping[str, Any]] = list(entries)
@@ -298,11 +378,10 @@ class DatabaseEngine:
             "prefix": self.own, "types": None if pool.types is None else list(pool.types),
             "tokens": room.tokens, "zone": self.zone, "word_set": self.word_set,
         }
-        cursor = self.conn.cursor(binary=True, row_factory=dict_row)
         offset, limit = 0, PAGE
         while True:  # pages, each read in the call's one snapshot; most pools need one
             params["limit"], params["offset"] = limit, offset
-            rows = cursor.execute(self.statement, params).fetchall()
+            rows = self.fetch(self.statement, params)
             for row in rows:
                 if row["value"] is None:
                     continue  # its reading is stale (the row was read whole), or it expired
@@ -332,6 +411,51 @@ class DatabaseEngine:
         self.costs[i] = row["cost"]
         self.by_key[key] = i
         return i
+
+
+#: Reads one page: ``fetch(statement, params)`` -> its rows (dicts).
+Fetch = Callable[[str, Mapping[str, Any]], list[Any]]
+
+
+def _cursor_pages(conn: Any) -> Fetch:
+    """Pages read with a cursor of ``conn`` (a sync connection), in the calling thread."""
+    def fetch(statement: str, params: Mapping[str, Any]) -> list[Any]:
+        cursor = conn.cursor(binary=True, row_factory=dict_row)
+        return list(cursor.execute(statement, params).fetchall())
+    return fetch
+
+
+class LoopPages:
+    """Pages read on an ``AsyncConnection`` in its event loop, for a fill run in another thread.
+
+    Each call hands the page's statement to ``loop`` and waits for its rows:
+    the loop stays free while the fill runs (``asyncio.to_thread``), and the
+    page is read on the call's connection, in its snapshot. Once
+    :meth:`close` ran (the call's transaction ended) a page is refused.
+    """
+
+    def __init__(self, conn: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.conn, self.loop, self.open = conn, loop, True
+
+    def __call__(self, statement: str, params: Mapping[str, Any]) -> list[Any]:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:  # (waiting here would stop the loop that reads the page)
+            raise RuntimeError("a database-scored fill cannot run in its event loop's thread")
+        return asyncio.run_coroutine_threadsafe(self._page(statement, dict(params)),
+                                                self.loop).result()
+
+    def close(self) -> None:
+        self.open = False
+
+    async def _page(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        if not self.open:
+            raise RuntimeError("this pool-split read has ended: its snapshot is gone")
+        cursor = self.conn.cursor(binary=True, row_factory=dict_row)
+        await cursor.execute(statement, params)
+        return list(await cursor.fetchall())
 
 
 def decide(engine: DatabaseEngine, pools: list[core.Pool], always_pool: bool,

@@ -15,13 +15,17 @@ schema, ``poolsplit_v2``, with its own file and :data:`VERSION`.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["LOCK_SQL", "RECORD_SQL", "SCHEMA", "VERSION", "installed", "setup", "sql_text"]
+__all__ = ["BEGIN", "COMMIT", "LOCK_SQL", "RECORD_SQL", "SCHEMA", "VERSION", "Step", "arun",
+           "installed", "run", "setup", "setup_steps", "sql_text"]
+
+_T = TypeVar("_T")
 
 #: The schema the functions live in.
 SCHEMA = "poolsplit_v1"
@@ -58,23 +62,121 @@ def setup(conn: psycopg.Connection[Any]) -> bool:
         RuntimeError: PostgreSQL older than 14, or a database whose encoding is not
             UTF8 (the functions read text as code points).
     """
-    if conn.info.server_version < _MIN_SERVER:
+    return run(conn, setup_steps(conn.info.server_version))
+
+
+class Step(NamedTuple):
+    """One statement of an install, for :func:`run` / :func:`arun` to execute.
+
+    ``params`` None: sent as is (the simple protocol: it may hold several
+    statements). ``one``: the statement's answer is the first column of its
+    one row, else its row count.
+    """
+
+    sql: str
+    params: tuple[Any, ...] | None = ()
+    one: bool = True
+
+
+#: Markers a step generator yields around the steps of one transaction.
+BEGIN, COMMIT = "BEGIN", "COMMIT"
+
+Steps = Generator["Step | str", Any, _T]
+
+
+def setup_steps(server_version: int) -> Steps[bool]:
+    """The statements of :func:`setup`, for the sync and the async driver alike."""
+    if server_version < _MIN_SERVER:
         raise RuntimeError(f"{SCHEMA} needs PostgreSQL 14 or later, got server version"
-                           f" {conn.info.server_version}")
-    with conn.transaction():
-        encoding = _one(conn, "SELECT pg_catalog.current_setting('server_encoding')")
-        if encoding != "UTF8":
-            raise RuntimeError(f"{SCHEMA} needs a UTF8 database, got encoding {encoding}")
-        _one(conn, LOCK_SQL)
-        if _recorded(conn):
-            return False
-        kept = _one(conn, "SELECT pg_catalog.current_setting('search_path')")
-        conn.execute(sql_text(), prepare=False)  # several statements: the simple protocol
-        conn.execute(RECORD_SQL, prepare=False)
-        # The file sets search_path for its own definitions (SET LOCAL): put it back, in
-        # case this is a savepoint inside the caller's transaction.
-        _one(conn, "SELECT pg_catalog.set_config('search_path', %s, true)", (kept,))
+                           f" {server_version}")
+    yield BEGIN
+    encoding = yield Step("SELECT pg_catalog.current_setting('server_encoding')")
+    if encoding != "UTF8":
+        raise RuntimeError(f"{SCHEMA} needs a UTF8 database, got encoding {encoding}")
+    yield Step(LOCK_SQL)
+    found = yield Step("SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
+    if found and (yield Step(_RECORDED_SQL, (VERSION,))):
+        yield COMMIT
+        return False
+    kept = yield Step("SELECT pg_catalog.current_setting('search_path')")
+    yield Step(sql_text(), None, one=False)  # several statements: the simple protocol
+    yield Step(RECORD_SQL, None, one=False)
+    # The file sets search_path for its own definitions (SET LOCAL): put it back, in
+    # case this is a savepoint inside the caller's transaction.
+    yield Step(_RESTORE_PATH_SQL, (kept,))
+    yield COMMIT
     return True
+
+
+#: Put the ``search_path`` read before back (the step's parameter), for this transaction.
+_RESTORE_PATH_SQL = "SELECT pg_catalog.set_config('search_path', %s, true)"
+_RECORDED_SQL = f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.installed WHERE version = %s)"
+
+
+def run(conn: psycopg.Connection[Any], steps: Steps[_T]) -> _T:
+    """Execute ``steps`` on ``conn`` (each BEGIN .. COMMIT a ``conn.transaction()``)."""
+    opened: list[Any] = []
+    try:
+        got: Any = None
+        while True:
+            try:
+                step = steps.send(got)
+            except StopIteration as stop:
+                done: _T = stop.value
+                break
+            got = None
+            if step == BEGIN:
+                opened.append(conn.transaction())
+                opened[-1].__enter__()
+            elif step == COMMIT:
+                opened.pop().__exit__(None, None, None)
+            else:
+                assert isinstance(step, Step)
+                cursor = conn.cursor(row_factory=_first)
+                cursor.execute(step.sql, step.params, prepare=False)
+                got = cursor.fetchone() if step.one else cursor.rowcount
+    except BaseException as exc:
+        while opened:
+            opened.pop().__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    finally:
+        steps.close()
+    while opened:
+        opened.pop().__exit__(None, None, None)
+    return done
+
+
+async def arun(conn: psycopg.AsyncConnection[Any], steps: Steps[_T]) -> _T:
+    """The async twin of :func:`run` (an ``AsyncConnection``, in its event loop)."""
+    opened: list[Any] = []
+    try:
+        got: Any = None
+        while True:
+            try:
+                step = steps.send(got)
+            except StopIteration as stop:
+                done: _T = stop.value
+                break
+            got = None
+            if step == BEGIN:
+                opened.append(conn.transaction())
+                await opened[-1].__aenter__()
+            elif step == COMMIT:
+                await opened.pop().__aexit__(None, None, None)
+            else:
+                assert isinstance(step, Step)
+                cursor = conn.cursor(row_factory=_first)
+                await cursor.execute(step.sql, step.params, prepare=False)
+                got = await cursor.fetchone() if step.one else cursor.rowcount
+    except BaseException as exc:
+        while opened:
+            await opened.pop().__aexit__(type(exc), exc, exc.__traceback__)
+        raise
+    finally:
+        steps.close()
+    while opened:
+        await opened.pop().__aexit__(None, None, None)
+    return done
 
 
 def installed(conn: psycopg.Connection[Any]) -> bool:
@@ -85,8 +187,7 @@ def installed(conn: psycopg.Connection[Any]) -> bool:
 
 def _recorded(conn: psycopg.Connection[Any]) -> bool:
     found = _one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
-    return bool(found) and bool(_one(
-        conn, f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.installed WHERE version = %s)", (VERSION,)))
+    return bool(found) and bool(_one(conn, _RECORDED_SQL, (VERSION,)))
 
 
 def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = ()) -> Any:

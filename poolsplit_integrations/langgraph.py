@@ -101,13 +101,14 @@ require("langgraph.store.base", "langgraph")
 require("langchain_core", "langgraph")
 
 import asyncio
+import inspect
 import logging
 import string
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from types import MappingProxyType
@@ -423,6 +424,7 @@ class _Unindexed(NamedTuple):
     conn: Any = None
     read_from: str = "primary"  # or "standby": the hot standby answered (PoolSplitStore(standby=))
     replica_lag: float | None = None  # its replay lag then, in seconds
+    fetch: Any = None  # an async store's "database" read: its pages (_pgengine.LoopPages)
 
 
 def _unchanged(old: Item | None, item: Item) -> bool:
@@ -559,9 +561,10 @@ class PoolSplitStore(BaseStore):
             ``None`` (default): ``("user_id",)`` as soon as an item read
             carries a ``user_id``; ``()`` states a shared store.
         score_in_database: over a ``PostgresStore`` on which :meth:`setup`
-            has run, let the database score large namespaces (default True;
-            the user guide's "Scoring in the database"); False reads every
-            namespace whole. The answers are the same.
+            has run (an ``AsyncPostgresStore``: :meth:`asetup`), let the
+            database score large namespaces (default True; the user guide's
+            "Scoring in the database"); False reads every namespace whole.
+            The answers are the same.
         refresh_interval, reconcile_interval: seconds (module docstring).
         page_size: the most items one poll reads (default 1000); more changes
             than that since the last poll are picked up by a full read, which
@@ -778,9 +781,13 @@ class PoolSplitStore(BaseStore):
         reads its entry, a table of each row's readings and the triggers on
         ``store`` that keep it): from then on the database scores pool-split
         reads (the user guide's PostgreSQL section). Run it again after an
-        upgrade; every process may run it.
+        upgrade; every process may run it. Over a store whose own setup is
+        async (``AsyncPostgresStore``), await :meth:`asetup` instead.
         """
         own = getattr(self.store, "setup", None)
+        if own is not None and inspect.iscoroutinefunction(own):
+            raise TypeError(f"PoolSplitStore.setup() cannot set up an {type(self.store).__name__}"
+                            " (its setup is async): await store.asetup() in its event loop")
         if own is not None:
             own()
         from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
@@ -791,6 +798,36 @@ class PoolSplitStore(BaseStore):
             with self._reading(()), pg_internal.get_connection(
                     cast(Any, self.store).conn) as conn:
                 _pgengine.setup_entries(conn)
+            self._in_database_ok = None
+
+    async def asetup(self) -> None:
+        """The async twin of :meth:`setup`, for an ``AsyncPostgresStore`` (in its event loop).
+
+        Awaits the wrapped store's own setup (LangGraph's migrations), then
+        installs ``poolsplit_v1`` through the store's async connection, as
+        :meth:`setup` does: from then on the database scores the store's
+        awaited pool-split reads. Over a store whose setup is synchronous it
+        runs :meth:`setup` in a worker thread.
+        """
+        own = getattr(self.store, "setup", None)
+        if own is None or not inspect.iscoroutinefunction(own):
+            await asyncio.to_thread(self.setup)
+            return
+        await own()
+        from langgraph.store.postgres import AsyncPostgresStore
+        if isinstance(self.store, AsyncPostgresStore):
+            from contextlib import nullcontext
+
+            from langgraph.checkpoint.postgres import _ainternal
+            from psycopg_pool import AsyncConnectionPool
+
+            from poolsplit_integrations import _pgengine
+            store = self.store
+            pooled = isinstance(store.conn, AsyncConnectionPool)
+            with self._reading(()):
+                async with _ainternal.get_connection(store.conn) as conn, \
+                        (nullcontext() if pooled else store.lock):
+                    await _pgengine.asetup_entries(conn)
             self._in_database_ok = None
 
     def __getattr__(self, name: str) -> Any:
@@ -1004,7 +1041,8 @@ class PoolSplitStore(BaseStore):
             return await asyncio.to_thread(
                 self.explain_pools, namespace, pools, context, filter=filter, now=now,
                 max_always_tokens=max_always_tokens, always_pool=always_pool)
-        async with self._acalling(namespace, pools, max_always_tokens, filter, None) as call:
+        async with self._acalling(namespace, pools, max_always_tokens, filter, None,
+                                  whole=True) as call:
             return self._explained(call, context, now, always_pool)
 
     def entries(self, namespace: tuple[str, ...]) -> list[Mapping[str, Any]]:
@@ -1084,6 +1122,9 @@ class PoolSplitStore(BaseStore):
                 self._decide, namespace, pools, context, now, max_always_tokens,
                 filter=filter, bound=bound, always_pool=always_pool)
         async with self._acalling(namespace, pools, max_always_tokens, filter, bound) as call:
+            if call.read.view.engine == "database":
+                # the fill runs in a worker thread; its pages are read in this loop
+                return await asyncio.to_thread(self._decided, call, context, now, always_pool)
             return self._decided(call, context, now, always_pool)
 
     def _decided(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
@@ -1122,9 +1163,10 @@ class PoolSplitStore(BaseStore):
             read = call.read
             kept = [(item, entry) for item, entry in zip(read.live_items, read.live)
                     if keep(entry)]
+            view = cast(_Unindexed, read.view)
             engine = _pgengine.DatabaseEngine(
-                cast(_Unindexed, read.view).conn, self.store, call.prefix,
-                [item for item, _ in kept], [entry for _, entry in kept], context, now, keep)
+                view.conn, self.store, call.prefix, [item for item, _ in kept],
+                [entry for _, entry in kept], context, now, keep, fetch=view.fetch)
             engines.append(engine)
             with self._reading(call.prefix):
                 return _pgengine.decide(engine, call.pools, always_pool,
@@ -1217,27 +1259,48 @@ class PoolSplitStore(BaseStore):
         """Whether the database can score this store's reads (:meth:`setup` has run on it).
 
         Only for the default token counter and activity test, and a sync
-        store without a shared pipeline; asked of the database once, or again
-        a minute after it said no.
+        store without a shared pipeline (an async one: :meth:`_ascores_in_database`);
+        asked of the database once, or again a minute after it said no.
         """
-        if self._standby is not None:
-            return False  # reads go to the hot standby (_read_database), not scored on the primary
+        from langgraph.store.postgres import PostgresStore
+
+        from poolsplit_integrations import _pgengine
+        known = self._scoring_known(PostgresStore)
+        if known is not None:
+            return known
+        with self._reading(prefix), _pgengine.snapshot(self.store) as conn:
+            ready = _pgengine.entries_kept(conn)
+        self._in_database_ok = (ready, self.clock())
+        return ready
+
+    async def _ascores_in_database(self, prefix: tuple[str, ...] = ()) -> bool:
+        """The async twin of :meth:`_scores_in_database`, for an ``AsyncPostgresStore``."""
+        from langgraph.store.postgres import AsyncPostgresStore
+
+        from poolsplit_integrations import _pgengine
+        known = self._scoring_known(AsyncPostgresStore)
+        if known is not None:
+            return known
+        with self._reading(prefix):
+            async with _pgengine.asnapshot(self.store) as conn:
+                ready = await _pgengine.aentries_kept(conn)
+        self._in_database_ok = (ready, self.clock())
+        return ready
+
+    def _scoring_known(self, kind: type) -> bool | None:
+        """Whether reads of a ``kind`` store are scored in the database; None: ask it."""
+        if self._standby is not None or not isinstance(self.store, kind):
+            return False  # (a standby answers reads: they are not scored on the primary)
         if self._in_database_ok is not None:
             ready, asked = self._in_database_ok
             if ready or self.clock() - asked < 60.0:
                 return ready
-        from langgraph.store.postgres import PostgresStore
-
-        from poolsplit_integrations import _pgengine
-        ready = (self.score_in_database and isinstance(self.store, PostgresStore)
-                 and self.store.pipe is None
-                 and self.token_counter is default_token_counter
-                 and self.is_active is default_is_active)
-        if ready:
-            with self._reading(prefix), _pgengine.snapshot(self.store) as conn:
-                ready = _pgengine.entries_kept(conn)
-        self._in_database_ok = (ready, self.clock())
-        return ready
+        if not (self.score_in_database and cast(Any, self.store).pipe is None
+                and self.token_counter is default_token_counter
+                and self.is_active is default_is_active):
+            self._in_database_ok = (False, self.clock())
+            return False
+        return None
 
     @contextmanager
     def _in_database(self, prefix: tuple[str, ...]) -> Iterator[_Read]:
@@ -1261,15 +1324,43 @@ class PoolSplitStore(BaseStore):
             yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries)
 
     @asynccontextmanager
+    async def _ain_database(self, prefix: tuple[str, ...]) -> AsyncIterator[_Read]:
+        """The async twin of :meth:`_in_database` (an ``AsyncPostgresStore``, in its loop).
+
+        A large namespace's transaction holds one connection of the store for
+        the whole call; the read's ``fetch`` reads its pages there, for a fill
+        run in a worker thread.
+        """
+        from poolsplit_integrations import _pgengine
+
+        with self._reading(prefix):
+            small = await _pgengine.aread_if_small(self.store, prefix)
+        if small is not None:
+            yield self._snapshot(prefix, small)
+            return
+        async with AsyncExitStack() as stack:  # the transaction ends when the call's body does
+            with self._reading(prefix):
+                conn = await stack.enter_async_context(_pgengine.asnapshot(self.store))
+                items, carries = await _pgengine.aread_rows(conn, self.store, prefix)
+            pages = _pgengine.LoopPages(conn, asyncio.get_running_loop())
+            stack.callback(pages.close)  # (before the transaction ends)
+            yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries,
+                                 fetch=pages)
+
+    @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
-                        max_always_tokens: Any, filter: Any,
-                        bound: str | None) -> AsyncIterator[_Call]:
+                        max_always_tokens: Any, filter: Any, bound: str | None,
+                        whole: bool = False) -> AsyncIterator[_Call]:
         """The async twin of :meth:`_calling`, for a database store (read in the event loop)."""
         prefix = _check_namespace(namespace)
         with _naming(prefix):
             checked = check_pools_arg(pools)
             limit = check_max_always_tokens(max_always_tokens)
             asked = self._asked(prefix, filter, bound)
+            if not whole and await self._ascores_in_database(prefix):
+                async with self._ain_database(prefix) as scored:
+                    yield self._bind(prefix, checked, limit, asked, bound, scored)
+                return
             read = self._snapshot(prefix, await self._aread_database(prefix))
             yield self._bind(prefix, checked, limit, asked, bound, read)
 
@@ -1412,7 +1503,8 @@ class PoolSplitStore(BaseStore):
         return ConnectionError(f"PoolSplitStore could not read {where}: {exc}")
 
     def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem], *,
-                  engine: str = "snapshot", conn: Any = None, carries: bool = False) -> _Read:
+                  engine: str = "snapshot", conn: Any = None, carries: bool = False,
+                  fetch: Any = None) -> _Read:
         """A database read as the call's entries: every item, those with a problem held out.
 
         The verdict on an item (its entry, its problems) is kept while its
@@ -1450,7 +1542,7 @@ class PoolSplitStore(BaseStore):
         view = _Unindexed(PreparedStore(token_counter=self.token_counter,
                                         is_active=self.is_active), self.clock(),
                           users=frozenset(("(a row the database read)",)) if carries
-                          else frozenset(), engine=engine, conn=conn)
+                          else frozenset(), engine=engine, conn=conn, fetch=fetch)
         if getattr(items, "read_from", "primary") != "primary":  # a hot standby answered
             view = view._replace(read_from=items.read_from,  # type: ignore[attr-defined]
                                  replica_lag=items.replica_lag)  # type: ignore[attr-defined]

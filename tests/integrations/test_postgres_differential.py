@@ -53,6 +53,8 @@ TOTAL_CASES = (SYNC_BLOCKS + ASYNC_BLOCKS) * CASES_PER_BLOCK
 # The same reads with the database scoring (PoolSplitStore.setup() installed),
 # on every namespace however small: 11 * 460 = 5,060 cases more.
 DATABASE_BLOCKS = 11
+# ... and awaited over an AsyncPostgresStore (set up by asetup() or by the sync setup()).
+ASYNC_DATABASE_BLOCKS = 3
 SEED_SPACE = 100_000  # the seeds of block b start at b * SEED_SPACE
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -630,3 +632,43 @@ def test_async_postgres_store_answers_as_the_core_through_living_writes(block, b
             await conn.close()
 
     assert asyncio.run(run()) >= CASES_PER_BLOCK
+
+
+@pytest.mark.parametrize("block", range(ASYNC_DATABASE_BLOCKS))
+def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
+        block, bare_and_other, postgres_ready, monkeypatch):
+    import psycopg
+    from langgraph.store.postgres import AsyncPostgresStore
+    from psycopg.rows import dict_row
+
+    from poolsplit_integrations import _pgengine
+
+    bare, other = bare_and_other
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
+    scored = []
+    decide = _pgengine.decide
+    monkeypatch.setattr(_pgengine, "decide", lambda *a, **k: scored.append(1) or decide(*a, **k))
+
+    async def run() -> int:
+        conn = await psycopg.AsyncConnection.connect(
+            postgres_ready, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        await conn.execute("SET synchronous_commit TO off")
+        try:
+            inner = AsyncPostgresStore(conn)
+            if block % 2:
+                PoolSplitStore(bare).setup()  # the sync way: the same database, set up
+            else:
+                await PoolSplitStore(inner).asetup()
+            stores = {True: PoolSplitStore(inner, clock=frozen_clock),
+                      False: PoolSplitStore(inner, strict=False, clock=frozen_clock)}
+            cases, seed = 0, (SYNC_BLOCKS + ASYNC_BLOCKS + DATABASE_BLOCKS + block) * SEED_SPACE
+            while cases < CASES_PER_BLOCK:
+                cases += await run_seed_async(seed, stores, other, bare)
+                seed += 1
+            assert stores[True]._views == {} and stores[False]._views == {}
+            return cases
+        finally:
+            await conn.close()
+
+    assert asyncio.run(run()) >= CASES_PER_BLOCK
+    assert len(scored) >= CASES_PER_BLOCK // 2  # most reads went through the database's scores
