@@ -27,6 +27,7 @@ cases and asserts the count (``BLOCKS * CASES_PER_BLOCK`` >= 5,000 in total).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 from datetime import datetime, timedelta, timezone
@@ -564,6 +565,22 @@ def bare_and_other(postgres_ready):
     close_other()
 
 
+@contextlib.asynccontextmanager
+async def async_store(uri: str):
+    """An AsyncPostgresStore on a connection of its own (closed after)."""
+    import psycopg
+    from langgraph.store.postgres import AsyncPostgresStore
+    from psycopg.rows import dict_row
+
+    conn = await psycopg.AsyncConnection.connect(
+        uri, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    await conn.execute("SET synchronous_commit TO off")
+    try:
+        yield AsyncPostgresStore(conn)
+    finally:
+        await conn.close()
+
+
 def test_the_blocks_add_up_to_the_promised_cases():
     assert TOTAL_CASES >= 5_000
     assert DATABASE_BLOCKS * CASES_PER_BLOCK >= 5_000
@@ -609,18 +626,10 @@ def test_the_database_scoring_answers_as_the_core_through_living_writes(block, b
 @pytest.mark.parametrize("block", range(ASYNC_BLOCKS))
 def test_async_postgres_store_answers_as_the_core_through_living_writes(block, bare_and_other,
                                                                         postgres_ready):
-    import psycopg
-    from langgraph.store.postgres import AsyncPostgresStore
-    from psycopg.rows import dict_row
-
     bare, other = bare_and_other
 
     async def run() -> int:
-        conn = await psycopg.AsyncConnection.connect(
-            postgres_ready, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        await conn.execute("SET synchronous_commit TO off")
-        try:
-            inner = AsyncPostgresStore(conn)
+        async with async_store(postgres_ready) as inner:
             stores = {True: PoolSplitStore(inner, clock=frozen_clock),
                       False: PoolSplitStore(inner, strict=False, clock=frozen_clock)}
             cases, seed = 0, (SYNC_BLOCKS + block) * SEED_SPACE
@@ -628,8 +637,6 @@ def test_async_postgres_store_answers_as_the_core_through_living_writes(block, b
                 cases += await run_seed_async(seed, stores, other, bare)
                 seed += 1
             return cases
-        finally:
-            await conn.close()
 
     assert asyncio.run(run()) >= CASES_PER_BLOCK
 
@@ -637,10 +644,6 @@ def test_async_postgres_store_answers_as_the_core_through_living_writes(block, b
 @pytest.mark.parametrize("block", range(ASYNC_DATABASE_BLOCKS))
 def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
         block, bare_and_other, postgres_ready, monkeypatch):
-    import psycopg
-    from langgraph.store.postgres import AsyncPostgresStore
-    from psycopg.rows import dict_row
-
     from poolsplit_integrations import _pgengine
 
     bare, other = bare_and_other
@@ -650,11 +653,7 @@ def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
     monkeypatch.setattr(_pgengine, "decide", lambda *a, **k: scored.append(1) or decide(*a, **k))
 
     async def run() -> int:
-        conn = await psycopg.AsyncConnection.connect(
-            postgres_ready, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        await conn.execute("SET synchronous_commit TO off")
-        try:
-            inner = AsyncPostgresStore(conn)
+        async with async_store(postgres_ready) as inner:
             if block % 2:
                 PoolSplitStore(bare).setup()  # the sync way: the same database, set up
             else:
@@ -667,8 +666,6 @@ def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
                 seed += 1
             assert stores[True]._views == {} and stores[False]._views == {}
             return cases
-        finally:
-            await conn.close()
 
     assert asyncio.run(run()) >= CASES_PER_BLOCK
     assert len(scored) >= CASES_PER_BLOCK // 2  # most reads went through the database's scores
