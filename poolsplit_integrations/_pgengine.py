@@ -53,9 +53,10 @@ from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
 from poolsplit_integrations._postgres import _items  # noqa: E402
 
-__all__ = ["DatabaseEngine", "LoopPages", "aentries_kept", "aread_if_small", "aread_rows",
-           "asetup_entries", "asnapshot", "backfill_sql", "entries_kept", "entries_sql",
-           "read_if_small", "read_rows", "setup_entries", "snapshot"]
+__all__ = ["DatabaseEngine", "LoopPages", "aentries_kept", "aheld", "aread_if_small",
+           "aread_only", "aread_rows", "asetup_entries", "asnapshot", "backfill_sql",
+           "entries_kept", "entries_sql", "held", "read_if_small", "read_only", "read_rows",
+           "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -145,21 +146,49 @@ _KEPT_SQL = (
 @contextmanager
 def snapshot(store: Any) -> Iterator[Any]:
     """A connection of ``store`` (a PostgresStore) in a REPEATABLE READ, READ ONLY transaction."""
+    with held(store) as conn, read_only(conn):
+        yield conn
+
+
+@contextmanager
+def held(store: Any) -> Iterator[Any]:
+    """A connection of ``store`` (a PostgresStore), the store's lock held when it has no pool."""
     pooled = isinstance(store.conn, ConnectionPool)
     with _pg_internal.get_connection(store.conn) as conn:
-        with (nullcontext() if pooled else store.lock), conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with nullcontext() if pooled else store.lock:
             yield conn
+
+
+@contextmanager
+def read_only(conn: Any) -> Iterator[Any]:
+    """A REPEATABLE READ, READ ONLY transaction on ``conn`` (its first statement: the snapshot)."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield conn
 
 
 @asynccontextmanager
 async def asnapshot(store: Any) -> AsyncIterator[Any]:
     """The async twin of :func:`snapshot` (an ``AsyncPostgresStore``, in its event loop)."""
+    async with aheld(store) as conn, aread_only(conn):
+        yield conn
+
+
+@asynccontextmanager
+async def aheld(store: Any) -> AsyncIterator[Any]:
+    """The async twin of :func:`held`."""
     pooled = isinstance(store.conn, AsyncConnectionPool)
     async with _pg_ainternal.get_connection(store.conn) as conn:
-        async with (nullcontext() if pooled else store.lock), conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        async with nullcontext() if pooled else store.lock:
             yield conn
+
+
+@asynccontextmanager
+async def aread_only(conn: Any) -> AsyncIterator[Any]:
+    """The async twin of :func:`read_only`."""
+    async with conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield conn
 
 
 def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[SearchItem], bool]:
@@ -212,20 +241,30 @@ def _rows_statements(store: Any, prefix: Sequence[str]) -> tuple[_Statement, _St
         tuple(params)))
 
 
-def read_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
+def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None
+                  ) -> list[SearchItem] | None:
     """Every item under ``prefix`` when it has under :data:`SCORED_FROM` rows to score, else None.
 
     One statement (one snapshot, one round trip): the count of the rows the
-    database would score, and the items only when that count is small.
+    database would score, and the items only when that count is small. Read
+    on ``conn`` (in its transaction) when given, else on a cursor of ``store``.
     """
+    if conn is not None:
+        cur = conn.cursor(binary=True, row_factory=dict_row)
+        return _small_items(store, cur.execute(*_small_statement(store, prefix)).fetchall())
     with store._cursor(pipeline=True) as cursor:
         cursor.execute(*_small_statement(store, prefix))
         rows = cursor.fetchall()
     return _small_items(store, rows)
 
 
-async def aread_if_small(store: Any, prefix: Sequence[str]) -> list[SearchItem] | None:
+async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None
+                         ) -> list[SearchItem] | None:
     """The async twin of :func:`read_if_small` (an ``AsyncPostgresStore``, in its loop)."""
+    if conn is not None:
+        cur = conn.cursor(binary=True, row_factory=dict_row)
+        await cur.execute(*_small_statement(store, prefix))
+        return _small_items(store, await cur.fetchall())
     async with store._cursor(pipeline=True) as cursor:
         await cursor.execute(*_small_statement(store, prefix))
         rows = await cursor.fetchall()

@@ -27,6 +27,11 @@ The rule, per namespace:
   about itself comes after its own snapshot, which is why the gate is a
   statement of its own. Otherwise (the standby behind, not in recovery, or a
   marked namespace) the caller reads the primary.
+- A read the database scores (the primary set up) asks the same rule through
+  :meth:`StandbyReads.snapshot`: the replay position is read on a standby
+  connection before its REPEATABLE READ, READ ONLY transaction begins, and the
+  transaction's first statement takes the snapshot; the scoring then reads in
+  that snapshot, or on the primary when the standby may not answer.
 - Kept positions are dropped as soon as the standby has replayed them; at
   most :data:`POSITIONS_KEPT` are kept, and the oldest ones beyond that fold
   into one floor every read must wait for (never dropped unreplayed).
@@ -49,16 +54,18 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
+from typing import Any, NamedTuple
 
 from langgraph.store.base import SearchItem
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+from psycopg.rows import dict_row
 
 from poolsplit_integrations._postgres import _items, _statement, is_database_store, run_in_loop
 
-__all__ = ["POSITIONS_KEPT", "RETRY_AFTER", "StandbyReads", "StandbyRows", "parse_lsn",
-           "standby_statement"]
+__all__ = ["POSITIONS_KEPT", "RETRY_AFTER", "StandbyReads", "StandbyRows", "StandbySnapshot",
+           "parse_lsn", "standby_statement"]
 
 logger = logging.getLogger("poolsplit")
 
@@ -77,6 +84,14 @@ PRIMARY_POSITION = (
 REPLAY_POSITION = (
     "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() END)::text AS lsn"
 )
+#: The standby's recovery state: the first statement of :meth:`StandbyReads.snapshot`'s transaction.
+REPLAY_STATE = (
+    "SELECT pg_is_in_recovery() AS recovering, pg_last_wal_replay_lsn()::text AS replay_lsn,"
+    " CASE WHEN pg_last_wal_receive_lsn() IS NOT NULL"
+    " AND pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() THEN 0.0"
+    " ELSE greatest(0.0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8)"
+    " END::float8 AS replay_lag"
+)
 
 
 class StandbyRows(list):  # type: ignore[type-arg]
@@ -88,6 +103,17 @@ class StandbyRows(list):  # type: ignore[type-arg]
         super().__init__(items)
         #: Seconds the standby's replay was behind the primary (None: it cannot tell).
         self.replica_lag = replica_lag
+
+
+class StandbySnapshot(NamedTuple):
+    """A standby connection in a REPEATABLE READ, READ ONLY transaction, and its replay lag."""
+
+    conn: Any
+    replica_lag: float | None
+
+    def rows(self, items: Iterable[SearchItem]) -> StandbyRows:
+        """``items`` read on :attr:`conn`, as the standby's answer."""
+        return StandbyRows(items, self.replica_lag)
 
 
 def parse_lsn(text: str | None) -> int | None:
@@ -370,3 +396,117 @@ class StandbyReads:
             self._failed(exc)
             return None
         return self._answered(got, replayed, lag)
+
+    # -- database-scored reads --------------------------------------------------
+
+    def _required_now(self, prefix: tuple[str, ...]) -> int | None:
+        """The position a standby read of ``prefix`` needs; None: the primary must answer."""
+        if self._resting():
+            return None
+        required, unknown = self._required(prefix)
+        if unknown:
+            try:
+                position = primary_position(self.primary)
+            except Exception:
+                return None
+            self._resolved(prefix, position)
+            required = max(required, position)
+        return required
+
+    async def _arequired_now(self, prefix: tuple[str, ...]) -> int | None:
+        """The async twin of :meth:`_required_now`."""
+        if self._resting():
+            return None
+        required, unknown = self._required(prefix)
+        if unknown:
+            try:
+                position = await aprimary_position(self.primary)
+            except Exception:
+                return None
+            self._resolved(prefix, position)
+            required = max(required, position)
+        return required
+
+    def _opened(self, replayed: int | None, state: Any, required: int) -> bool:
+        """Whether the snapshot just begun holds ``required`` (gate, then its first statement)."""
+        read_at = None if state is None else parse_lsn(state["replay_lsn"])
+        self._answered(None, replayed, None)
+        return (replayed is not None and replayed >= required and state is not None
+                and bool(state["recovering"]) and read_at is not None and read_at >= required)
+
+    def _open(self, stack: ExitStack, required: int) -> StandbySnapshot | None:
+        from poolsplit_integrations import _pgengine
+        conn = stack.enter_context(_pgengine.held(self.standby))
+        if not conn.autocommit:  # (the gate would take the transaction's snapshot itself)
+            return None
+        gate = conn.cursor(row_factory=dict_row).execute(REPLAY_POSITION).fetchone()
+        replayed = parse_lsn(gate["lsn"])
+        state: Any = None
+        if replayed is not None and replayed >= required:
+            stack.enter_context(_pgengine.read_only(conn))
+            state = conn.cursor(row_factory=dict_row).execute(REPLAY_STATE).fetchone()
+        if not self._opened(replayed, state, required):
+            return None
+        lag = state["replay_lag"]
+        return StandbySnapshot(conn, None if lag is None else float(lag))
+
+    async def _aopen(self, stack: AsyncExitStack, required: int) -> StandbySnapshot | None:
+        from poolsplit_integrations import _pgengine
+        conn = await stack.enter_async_context(_pgengine.aheld(self.standby))
+        if not conn.autocommit:
+            return None
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(REPLAY_POSITION)
+        replayed = parse_lsn((await cur.fetchone())["lsn"])
+        state: Any = None
+        if replayed is not None and replayed >= required:
+            await stack.enter_async_context(_pgengine.aread_only(conn))
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(REPLAY_STATE)
+            state = await cur.fetchone()
+        if not self._opened(replayed, state, required):
+            return None
+        lag = state["replay_lag"]
+        return StandbySnapshot(conn, None if lag is None else float(lag))
+
+    @contextmanager
+    def snapshot(self, prefix: tuple[str, ...]) -> Iterator[StandbySnapshot | None]:
+        """A standby connection in a read-only snapshot for a read of ``prefix``, or None.
+
+        None: the primary must answer (the rule of :meth:`read`). The standby's
+        replay position is read on the connection before its REPEATABLE READ,
+        READ ONLY transaction begins; the transaction's first statement (the
+        recovery state and lag) takes the snapshot after it. The transaction
+        ends when the body does. The standby failing before the body runs
+        gives None (as :meth:`read` does); an error in the body is the body's.
+        """
+        got: StandbySnapshot | None = None
+        with ExitStack() as stack:
+            required = self._required_now(prefix)
+            if required is not None:
+                try:
+                    with ExitStack() as opening:
+                        got = self._open(opening, required)
+                        if got is not None:
+                            stack.enter_context(opening.pop_all())
+                except Exception as exc:
+                    self._failed(exc)
+                    got = None
+            yield got
+
+    @asynccontextmanager
+    async def asnapshot(self, prefix: tuple[str, ...]) -> AsyncIterator[StandbySnapshot | None]:
+        """The async twin of :meth:`snapshot` (in the stores' event loop)."""
+        got: StandbySnapshot | None = None
+        async with AsyncExitStack() as stack:
+            required = await self._arequired_now(prefix)
+            if required is not None:
+                try:
+                    async with AsyncExitStack() as opening:
+                        got = await self._aopen(opening, required)
+                        if got is not None:
+                            await stack.enter_async_context(opening.pop_all())
+                except Exception as exc:
+                    self._failed(exc)
+                    got = None
+            yield got

@@ -581,6 +581,8 @@ class PoolSplitStore(BaseStore):
             position is kept per namespace, and a read of a namespace whose
             position the standby has not replayed yet goes to the primary (so
             does every read while the standby fails: one warning is logged).
+            Once :meth:`setup` ran on the primary, the standby scores the
+            reads it answers as the primary would (``score_in_database``).
             :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
             answered. Another process's write shows in a standby read once
             replayed; for it never to be hidden, writers commit with
@@ -1289,8 +1291,8 @@ class PoolSplitStore(BaseStore):
 
     def _scoring_known(self, kind: type) -> bool | None:
         """Whether reads of a ``kind`` store are scored in the database; None: ask it."""
-        if self._standby is not None or not isinstance(self.store, kind):
-            return False  # (a standby answers reads: they are not scored on the primary)
+        if not isinstance(self.store, kind):
+            return False
         if self._in_database_ok is not None:
             ready, asked = self._in_database_ok
             if ready or self.clock() - asked < 60.0:
@@ -1309,19 +1311,26 @@ class PoolSplitStore(BaseStore):
         A namespace with fewer than ``SCORED_FROM`` rows to score is read whole
         in one statement (its own snapshot): one round trip. A larger one is
         read again in a REPEATABLE READ transaction that the scoring shares.
+        With a standby that may answer (``_standby.StandbyReads.snapshot``),
+        both run in the standby's snapshot instead.
         """
         from poolsplit_integrations import _pgengine
 
-        with self._reading(prefix):
-            small = _pgengine.read_if_small(self.store, prefix)
-        if small is not None:
-            yield self._snapshot(prefix, small)
-            return
         with ExitStack() as stack:  # the transaction ends when the call's body does
+            standby = (None if self._standby is None
+                       else stack.enter_context(self._standby.snapshot(prefix)))
+            conn = None if standby is None else standby.conn
             with self._reading(prefix):
-                conn = stack.enter_context(_pgengine.snapshot(self.store))
+                small = _pgengine.read_if_small(self.store, prefix, conn)
+            if small is not None:
+                yield self._snapshot(prefix, small if standby is None else standby.rows(small))
+                return
+            with self._reading(prefix):
+                if conn is None:
+                    conn = stack.enter_context(_pgengine.snapshot(self.store))
                 items, carries = _pgengine.read_rows(conn, self.store, prefix)
-            yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries)
+            yield self._snapshot(prefix, items if standby is None else standby.rows(items),
+                                 engine="database", conn=conn, carries=carries)
 
     @asynccontextmanager
     async def _ain_database(self, prefix: tuple[str, ...]) -> AsyncIterator[_Read]:
@@ -1333,19 +1342,23 @@ class PoolSplitStore(BaseStore):
         """
         from poolsplit_integrations import _pgengine
 
-        with self._reading(prefix):
-            small = await _pgengine.aread_if_small(self.store, prefix)
-        if small is not None:
-            yield self._snapshot(prefix, small)
-            return
         async with AsyncExitStack() as stack:  # the transaction ends when the call's body does
+            standby = (None if self._standby is None
+                       else await stack.enter_async_context(self._standby.asnapshot(prefix)))
+            conn = None if standby is None else standby.conn
             with self._reading(prefix):
-                conn = await stack.enter_async_context(_pgengine.asnapshot(self.store))
+                small = await _pgengine.aread_if_small(self.store, prefix, conn)
+            if small is not None:
+                yield self._snapshot(prefix, small if standby is None else standby.rows(small))
+                return
+            with self._reading(prefix):
+                if conn is None:
+                    conn = await stack.enter_async_context(_pgengine.asnapshot(self.store))
                 items, carries = await _pgengine.aread_rows(conn, self.store, prefix)
             pages = _pgengine.LoopPages(conn, asyncio.get_running_loop())
             stack.callback(pages.close)  # (before the transaction ends)
-            yield self._snapshot(prefix, items, engine="database", conn=conn, carries=carries,
-                                 fetch=pages)
+            yield self._snapshot(prefix, items if standby is None else standby.rows(items),
+                                 engine="database", conn=conn, carries=carries, fetch=pages)
 
     @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],

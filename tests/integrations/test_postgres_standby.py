@@ -396,3 +396,148 @@ def test_standby_must_be_a_database_store_of_the_primary_s_kind(rep: Replicated,
         PoolSplitStore(primary, standby=InMemoryStore())
     with pytest.raises(ValueError, match="second store"):
         PoolSplitStore(primary, standby=primary)
+
+
+class Engines:
+    """Where database-scored reads ran: the host (socket directory) of each reading connection."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from poolsplit_integrations import _pgengine
+
+        self.small: list[str | None] = []  # None: a primary store's own cursor
+        self.scored: list[str] = []
+        decide, read_if_small = _pgengine.decide, _pgengine.read_if_small
+        aread_if_small = _pgengine.aread_if_small
+
+        def spy_decide(engine: Any, *args: Any) -> Any:
+            self.scored.append(engine.conn.info.host)
+            return decide(engine, *args)
+
+        def spy_small(store: Any, prefix: Any, conn: Any = None) -> Any:
+            self.small.append(None if conn is None else conn.info.host)
+            return read_if_small(store, prefix, conn)
+
+        async def aspy_small(store: Any, prefix: Any, conn: Any = None) -> Any:
+            self.small.append(None if conn is None else conn.info.host)
+            return await aread_if_small(store, prefix, conn)
+
+        monkeypatch.setattr(_pgengine, "decide", spy_decide)
+        monkeypatch.setattr(_pgengine, "read_if_small", spy_small)
+        monkeypatch.setattr(_pgengine, "aread_if_small", aspy_small)
+
+    def take(self) -> tuple[list[str | None], list[str]]:
+        got = (self.small, self.scored)
+        self.small, self.scored = [], []
+        return got
+
+
+def _pause(rep: Replicated) -> None:
+    rep.on_standby("SELECT pg_wal_replay_pause()")
+    deadline = time.monotonic() + 30
+    while rep.on_standby("SELECT pg_get_wal_replay_pause_state() AS s")["s"] != "paused":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def _fill(store: Any, ns: tuple[str, ...]) -> None:
+    store.put(ns, "fix", correction("Never deploy on Fridays."))
+    for i in range(6):
+        store.put(ns, f"t{i}", task(f"deploy the release step {i}"))
+        store.put(ns, f"n{i}", {"content": f"release note {i}", "type": "note"})
+
+
+def test_database_scored_reads_run_on_the_standby_and_never_hide_a_write(
+        rep: Replicated, opened: Opened, monkeypatch: pytest.MonkeyPatch):
+    from poolsplit_integrations import _pgengine
+
+    ns = ("memories", "scored")
+    standby = opened.store(rep.standby_uri)
+    on_standby = standby.conn.info.host
+    on_primary = opened.store(rep.primary_uri).conn.info.host
+    assert on_standby != on_primary
+    store = PoolSplitStore(opened.store(rep.primary_uri), standby=standby)
+    store.setup()  # the readings table and its triggers replicate to the standby
+    core = PoolSplitStore(opened.store(rep.primary_uri), score_in_database=False)
+    _fill(store, ns)
+    rep.wait_replayed()
+    spy = Engines(monkeypatch)
+
+    def same() -> dict[str, list[tuple[str, Any]]]:
+        got = by_key(store.retrieve_pools(ns, ALL, CONTEXT, now=NOW))
+        assert got == by_key(core.retrieve_pools(ns, ALL, CONTEXT, now=NOW))
+        return got
+
+    assert store._scores_in_database(ns)
+    same()  # a small namespace: read whole in the standby's snapshot
+    assert spy.take() == ([on_standby], [])
+    explained = store.explain_pools(ns, ALL, CONTEXT, now=NOW)  # explain reads whole
+    assert explained.read_from == "standby" and isinstance(explained.replica_lag, float)
+    assert explained.engine == "snapshot" and spy.take() == ([], [])
+
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # every namespace scored by pages
+    got = same()
+    assert spy.take() == ([on_standby], [on_standby])
+    assert {"always", "work", "notes"} <= set(got)
+
+    _pause(rep)
+    try:
+        store.put(ns, "t9", task("deploy the hotfix"))
+        store.delete(ns, "t0")
+        got = same()  # the standby has not replayed the writes: the primary scores
+        assert spy.take() == ([None], [on_primary])
+        keys = {key for key, _ in got["work"]}
+        assert "t9" in keys and "t0" not in keys
+        # a namespace nothing was written to since the pause still scores on the standby
+        untouched = store.retrieve_pools(("memories", "none"), ALL, CONTEXT, now=NOW)
+        assert not any(untouched.values())
+        assert spy.take()[0] == [on_standby]
+    finally:
+        rep.on_standby("SELECT pg_wal_replay_resume()")
+    rep.wait_replayed()
+    assert "t9" in {key for key, _ in same()["work"]}
+    assert spy.take() == ([on_standby], [on_standby])
+
+
+def test_async_database_scored_reads_run_on_the_standby(
+        rep: Replicated, opened: Opened, monkeypatch: pytest.MonkeyPatch):
+    from poolsplit_integrations import _pgengine
+
+    ns = ("memories", "ascored")
+    PoolSplitStore(opened.store(rep.primary_uri)).setup()
+    core = PoolSplitStore(opened.store(rep.primary_uri), score_in_database=False)
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+
+    async def run() -> None:
+        async with AsyncPostgresStore.from_conn_string(rep.primary_uri) as primary, \
+                AsyncPostgresStore.from_conn_string(rep.standby_uri) as standby:
+            store = PoolSplitStore(primary, standby=standby)
+            for key, value in [("fix", correction("Ask before merging.")),
+                               ("t1", task("deploy the release")),
+                               ("n1", {"content": "release notes", "type": "note"})]:
+                await store.aput(ns, key, value)
+            rep.wait_replayed()
+            spy = Engines(monkeypatch)
+
+            async def same() -> dict[str, list[tuple[str, Any]]]:
+                got = by_key(await store.aretrieve_pools(ns, ALL, CONTEXT, now=NOW))
+                want = await asyncio.to_thread(core.retrieve_pools, ns, ALL, CONTEXT, now=NOW)
+                assert got == by_key(want)
+                return got
+
+            await same()
+            small, scored = spy.take()
+            assert len(small) == 1 and small[0] is not None and scored == small
+            on_standby = small[0]
+            _pause(rep)
+            try:
+                await store.aput(ns, "t2", task("deploy the hotfix"))
+                assert "t2" in {key for key, _ in (await same())["work"]}
+                small, scored = spy.take()
+                assert small == [None] and scored != [on_standby] and len(scored) == 1
+            finally:
+                rep.on_standby("SELECT pg_wal_replay_resume()")
+            rep.wait_replayed()
+            await same()
+            assert spy.take() == ([on_standby], [on_standby])
+
+    asyncio.run(run())
