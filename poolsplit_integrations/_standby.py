@@ -360,16 +360,9 @@ class StandbyReads:
 
     def read(self, prefix: tuple[str, ...]) -> StandbyRows | None:
         """The standby's items under ``prefix``, or None: the primary must answer."""
-        if self._resting():
+        required = self._required_now(prefix)
+        if required is None:
             return None
-        required, unknown = self._required(prefix)
-        if unknown:
-            try:
-                position = primary_position(self.primary)
-            except Exception:
-                return None  # the primary's read will name the error
-            self._resolved(prefix, position)
-            required = max(required, position)
         try:
             got, replayed, lag = read_standby(self.primary, self.standby, prefix, required)
         except Exception as exc:
@@ -379,16 +372,9 @@ class StandbyReads:
 
     async def aread(self, prefix: tuple[str, ...]) -> StandbyRows | None:
         """The async twin of :meth:`read`."""
-        if self._resting():
+        required = await self._arequired_now(prefix)
+        if required is None:
             return None
-        required, unknown = self._required(prefix)
-        if unknown:
-            try:
-                position = await aprimary_position(self.primary)
-            except Exception:
-                return None
-            self._resolved(prefix, position)
-            required = max(required, position)
         try:
             got, replayed, lag = await aread_standby(self.primary, self.standby, prefix,
                                                      required)
@@ -408,7 +394,7 @@ class StandbyReads:
             try:
                 position = primary_position(self.primary)
             except Exception:
-                return None
+                return None  # the primary's read will name the error
             self._resolved(prefix, position)
             required = max(required, position)
         return required
