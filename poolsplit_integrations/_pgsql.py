@@ -94,8 +94,7 @@ def setup_steps(server_version: int) -> Steps[bool]:
     if encoding != "UTF8":
         raise RuntimeError(f"{SCHEMA} needs a UTF8 database, got encoding {encoding}")
     yield Step(LOCK_SQL)
-    found = yield Step("SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
-    if found and (yield Step(_RECORDED_SQL, (VERSION,))):
+    if (yield from _recorded_steps()):
         yield COMMIT
         return False
     kept = yield Step("SELECT pg_catalog.current_setting('search_path')")
@@ -181,13 +180,19 @@ async def arun(conn: psycopg.AsyncConnection[Any], steps: Steps[_T]) -> _T:
 
 def installed(conn: psycopg.Connection[Any]) -> bool:
     """Whether :func:`setup` has installed :data:`VERSION` in ``conn``'s database."""
-    with conn.transaction():
-        return _recorded(conn)
+    def steps() -> Steps[bool]:
+        yield BEGIN
+        recorded = yield from _recorded_steps()
+        yield COMMIT
+        return recorded
+
+    return run(conn, steps())
 
 
-def _recorded(conn: psycopg.Connection[Any]) -> bool:
-    found = _one(conn, "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
-    return bool(found) and bool(_one(conn, _RECORDED_SQL, (VERSION,)))
+def _recorded_steps() -> Steps[bool]:
+    """Whether :data:`VERSION` is recorded (the table of versions may not exist yet)."""
+    found = yield Step("SELECT pg_catalog.to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed",))
+    return bool(found) and bool((yield Step(_RECORDED_SQL, (VERSION,))))
 
 
 def _one(conn: psycopg.Connection[Any], query: str, params: tuple[Any, ...] = ()) -> Any:
