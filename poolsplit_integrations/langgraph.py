@@ -818,17 +818,9 @@ class PoolSplitStore(BaseStore):
         await own()
         from langgraph.store.postgres import AsyncPostgresStore
         if isinstance(self.store, AsyncPostgresStore):
-            from contextlib import nullcontext
-
-            from langgraph.checkpoint.postgres import _ainternal
-            from psycopg_pool import AsyncConnectionPool
-
             from poolsplit_integrations import _pgengine
-            store = self.store
-            pooled = isinstance(store.conn, AsyncConnectionPool)
             with self._reading(()):
-                async with _ainternal.get_connection(store.conn) as conn, \
-                        (nullcontext() if pooled else store.lock):
+                async with _pgengine.aheld(self.store) as conn:
                     await _pgengine.asetup_entries(conn)
             self._in_database_ok = None
 
