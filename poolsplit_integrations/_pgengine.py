@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager, contextmanager, nullcontext
@@ -51,20 +52,22 @@ from poolsplit_core import poolsplit as core  # noqa: E402
 from poolsplit_core.prepared import _decisions  # noqa: E402
 from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
-from poolsplit_integrations._postgres import _items  # noqa: E402
+from poolsplit_integrations._postgres import StaleReadings, _items  # noqa: E402
 
 __all__ = ["DatabaseEngine", "LoopPages", "aentries_kept", "aheld", "aread_if_small",
            "aread_only", "aread_rows", "asetup_entries", "asnapshot", "backfill_sql",
-           "entries_kept", "entries_sql", "held", "read_if_small", "read_only", "read_rows",
-           "setup_entries", "snapshot"]
+           "entries_kept", "entries_sql", "held", "kept_sql", "read_if_small", "read_only",
+           "read_rows", "repair_sql", "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
 SCORED_FROM = 1000
 
 _FILE = "poolsplit_v1_entries.sql"
-#: Rows of a pool's first page (each next page is four times the last).
-PAGE = 64
+#: Rows of a group's first page for a pool (at least twice the entries the pool has room
+#: for, at most PAGE_MOST), and the fewest store rows read at once for the rows it hands on.
+PAGE = 8
+PAGE_MOST = 256
 
 
 def setup_entries(conn: Any, table: str = "store") -> int:
@@ -74,8 +77,10 @@ def setup_entries(conn: Any, table: str = "store") -> int:
     readings table and the triggers on ``table`` (LangGraph's ``store``, as
     the connection's ``search_path`` finds it), then the readings of the rows
     already there, in a transaction of their own (writers are not blocked: a
-    row written meanwhile keeps its trigger's readings). Returns how many rows
-    that last step gave readings to (0 when every row had them).
+    row written meanwhile keeps its trigger's readings), then, in another,
+    every reading made its row's and the table recorded as kept. Returns how
+    many readings those last two steps wrote or removed (0 when every row had
+    its own).
     """
     return _pgsql.run(conn, _entries_steps(conn.info.server_version, table))
 
@@ -105,6 +110,11 @@ def _entries_steps(server_version: int, table: str) -> _pgsql.Steps[int]:
     yield BEGIN
     filled = yield Step(backfill_sql(qualified), None, one=False)
     yield COMMIT
+    yield BEGIN
+    for statement in repair_sql(qualified):
+        filled += yield Step(statement, None, one=False)
+    yield Step(kept_sql(qualified), None, one=False)
+    yield COMMIT
     return max(int(filled), 0)
 
 
@@ -120,27 +130,95 @@ def backfill_sql(qualified: str) -> str:
     A row that has its readings (its trigger wrote them) keeps them.
     """
     return ("INSERT INTO poolsplit_v1.entry"
-            " SELECT t.prefix, t.key, t.updated_at, t.created_at, r.*"
+            f" SELECT {_READ_ROW.format(row='t')}"
             f" FROM {qualified} AS t, LATERAL poolsplit_v1.readings(t.value, t.created_at) AS r"
             " ON CONFLICT (prefix, key) DO NOTHING")
 
 
+def repair_sql(qualified: str) -> list[str]:
+    """The statements that make every reading its row's, run after :func:`backfill_sql`.
+
+    In one transaction, each without blocking writers: a reading whose row is
+    gone is removed; one older than its row, or from an install before
+    ``carries_user``, is read again; a row with none gets one. A reading a
+    trigger rewrote meanwhile is left as the trigger wrote it (each statement
+    touches a reading only while it is what the statement read). Each
+    statement's answer is its row count.
+    """
+    columns = ("regular", "active", "always", "etype", "cost", "base", "created_us",
+               "created_text", "words", "tags", "project")
+    assign = ", ".join(f"{c} = r.{c}" for c in columns)
+    return [
+        "WITH gone AS (SELECT e.prefix, e.key, e.updated_at FROM poolsplit_v1.entry AS e"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {qualified} AS t"
+        " WHERE t.prefix = e.prefix AND t.key = e.key))"
+        " DELETE FROM poolsplit_v1.entry AS e USING gone"
+        " WHERE e.prefix = gone.prefix AND e.key = gone.key"
+        " AND e.updated_at IS NOT DISTINCT FROM gone.updated_at",
+        "WITH behind AS (SELECT t.prefix, t.key, t.value, t.created_at, t.updated_at,"
+        " e.updated_at AS was, e.carries_user AS carried"
+        f" FROM {qualified} AS t JOIN poolsplit_v1.entry AS e"
+        " ON e.prefix = t.prefix AND e.key = t.key"
+        " WHERE e.updated_at IS DISTINCT FROM t.updated_at OR e.carries_user IS NULL)"
+        " UPDATE poolsplit_v1.entry AS e SET updated_at = b.updated_at,"
+        f" created_at = b.created_at, {assign},"
+        " carries_user = poolsplit_v1.carries_user(b.value)"
+        " FROM behind AS b, LATERAL poolsplit_v1.readings(b.value, b.created_at) AS r"
+        " WHERE e.prefix = b.prefix AND e.key = b.key"
+        " AND e.updated_at IS NOT DISTINCT FROM b.was"
+        " AND e.carries_user IS NOT DISTINCT FROM b.carried",
+        "INSERT INTO poolsplit_v1.entry"
+        f" SELECT {_READ_ROW.format(row='t')}"
+        f" FROM {qualified} AS t CROSS JOIN LATERAL poolsplit_v1.readings(t.value, t.created_at)"
+        " AS r WHERE NOT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e"
+        " WHERE e.prefix = t.prefix AND e.key = t.key)"
+        " ON CONFLICT (prefix, key) DO NOTHING",
+    ]
+
+
+# A store row ``{row}`` and its readings ``r``, as a row of poolsplit_v1.entry.
+_READ_ROW = ("{row}.prefix, {row}.key, {row}.updated_at, {row}.created_at, r.*,"
+             " poolsplit_v1.carries_user({row}.value)")
+
+
+def kept_sql(qualified: str) -> str:
+    """The statement that records ``qualified``'s readings whole, once :func:`repair_sql` ran.
+
+    Reads use the readings only once it is recorded (:func:`entries_kept`).
+    """
+    from psycopg import sql
+
+    return ("INSERT INTO poolsplit_v1.kept (store_table, repaired_at)"
+            f" VALUES ({sql.Literal(qualified).as_string(None)}::pg_catalog.regclass,"
+            " pg_catalog.now()) ON CONFLICT (store_table)"
+            " DO UPDATE SET repaired_at = EXCLUDED.repaired_at")
+
+
 def entries_kept(conn: Any, table: str = "store") -> bool:
-    """Whether ``table``'s rows have their readings kept (:func:`setup_entries` has run)."""
-    return bool(_one(conn, _KEPT_SQL, (table,)))
+    """Whether ``table``'s readings are whole and kept (:func:`setup_entries` has run).
+
+    Its trigger is there and enabled, and setup recorded the readings whole
+    (filled and repaired) in ``poolsplit_v1.kept``.
+    """
+    return _pgsql.run(conn, _kept_steps(table))
 
 
 async def aentries_kept(conn: Any, table: str = "store") -> bool:
     """The async twin of :func:`entries_kept`."""
-    cursor = conn.cursor(row_factory=_pgsql._first)
-    await cursor.execute(_KEPT_SQL, (table,), prepare=False)
-    return bool(await cursor.fetchone())
+    return await _pgsql.arun(conn, _kept_steps(table))
+
+
+def _kept_steps(table: str) -> _pgsql.Steps[bool]:
+    if not (yield _pgsql.Step("SELECT pg_catalog.to_regclass('poolsplit_v1.kept') IS NOT NULL")):
+        return False
+    return bool((yield _pgsql.Step(_KEPT_SQL, (table,))))
 
 
 _KEPT_SQL = (
-    "SELECT pg_catalog.to_regclass('poolsplit_v1.entry') IS NOT NULL AND EXISTS ("
-    " SELECT 1 FROM pg_catalog.pg_trigger"
-    " WHERE tgname = 'poolsplit_v1_entry' AND tgrelid = pg_catalog.to_regclass(%s))")
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS t"
+    " JOIN poolsplit_v1.kept AS k ON k.store_table = t.tgrelid"
+    " WHERE t.tgname = 'poolsplit_v1_entry' AND t.tgenabled <> 'D'"
+    " AND t.tgrelid = pg_catalog.to_regclass(%s))")
 
 
 @contextmanager
@@ -194,51 +272,52 @@ async def aread_only(conn: Any) -> AsyncIterator[Any]:
 def read_rows(conn: Any, store: Any, prefix: Sequence[str]) -> tuple[list[SearchItem], bool]:
     """The rows the readings do not answer for, as the store's items; whether any carries a user.
 
-    In (namespace, key) code-point order: every always-scope row, every row in
-    a deeper namespace, every row that is not regular or whose readings are
-    missing or stale. The flag: some row under ``prefix`` (any row) holds a
-    ``user_id`` that is not null.
+    In (namespace, key) code-point order: every always-scope row and every row
+    whose value the functions do not read exactly (found through the
+    ``entry_whole`` index), and every row in a deeper namespace. The flag:
+    some row under ``prefix`` holds a ``user_id`` that is not null. One
+    statement: the rest of the namespace is not read.
     """
-    (rows_sql, rows_params), (users_sql, users_params) = _rows_statements(store, prefix)
     cursor = conn.cursor(binary=True, row_factory=dict_row)
-    cursor.execute(rows_sql, rows_params)
-    rows = cursor.fetchall()
-    cursor.execute(users_sql, users_params)
-    carries = bool(cursor.fetchone()["users"])
-    return _items(store, rows), carries
+    rows = cursor.execute(*_rows_statement(store, prefix)).fetchall()
+    return _rows_read(store, rows)
 
 
 async def aread_rows(conn: Any, store: Any, prefix: Sequence[str]
                      ) -> tuple[list[SearchItem], bool]:
     """The async twin of :func:`read_rows` (an ``AsyncConnection``)."""
-    (rows_sql, rows_params), (users_sql, users_params) = _rows_statements(store, prefix)
     cursor = conn.cursor(binary=True, row_factory=dict_row)
-    await cursor.execute(rows_sql, rows_params)
-    rows = await cursor.fetchall()
-    await cursor.execute(users_sql, users_params)
-    carries = bool((await cursor.fetchone())["users"])
-    return _items(store, rows), carries
+    await cursor.execute(*_rows_statement(store, prefix))
+    return _rows_read(store, await cursor.fetchall())
 
 
 _Statement = tuple[str, tuple[Any, ...]]
 
 
-def _rows_statements(store: Any, prefix: Sequence[str]) -> tuple[_Statement, _Statement]:
-    """:func:`read_rows`'s two statements: the rows read whole, whether some row has a user."""
-    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
+def _rows_statement(store: Any, prefix: Sequence[str]) -> _Statement:
+    """:func:`read_rows`'s statement: the flag's row, joined to the rows read whole."""
     own = ".".join(prefix)
+    deeper = _lg._namespace_prefix_condition(tuple(prefix))[1][1]
     expiry = _expiry(store, "store")
-    return ((
-        "SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
-        " NULL AS score FROM store LEFT JOIN poolsplit_v1.entry AS e"
-        " ON e.prefix = store.prefix AND e.key = store.key"
-        f" WHERE {condition} {expiry} AND (store.prefix <> %s OR e.key IS NULL OR NOT e.regular"
-        " OR e.always OR e.updated_at IS DISTINCT FROM store.updated_at)"
-        ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
-        (*params, own)), (
-        f"SELECT EXISTS (SELECT 1 FROM store WHERE {condition} {expiry}"
-        " AND coalesce(store.value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb) AS users",
-        tuple(params)))
+    item = "store.prefix, store.key, store.value, store.created_at, store.updated_at"
+    return (
+        "WITH flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e"
+        " WHERE e.prefix = %s AND e.carries_user IS NOT FALSE)"
+        " OR EXISTS (SELECT 1 FROM store WHERE store.prefix LIKE %s ESCAPE '\\'"
+        " AND poolsplit_v1.carries_user(store.value)) AS users),"
+        f" whole AS (SELECT {item} FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL"
+        " (SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1)"
+        " AS store"
+        f" WHERE e.prefix = %s AND (NOT e.regular OR e.always) {expiry}"
+        f" UNION ALL SELECT {item} FROM store WHERE store.prefix LIKE %s ESCAPE '\\' {expiry})"
+        " SELECT whole.*, NULL AS score, flag.users FROM flag LEFT JOIN whole ON true"
+        ' ORDER BY whole.prefix COLLATE "C", whole.key COLLATE "C"',
+        (own, deeper, own, deeper))
+
+
+def _rows_read(store: Any, rows: list[Any]) -> tuple[list[SearchItem], bool]:
+    """:func:`read_rows`'s answer from its rows (the flag's row is there even for no item)."""
+    return _items(store, [row for row in rows if row["key"] is not None]), bool(rows[0]["users"])
 
 
 def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None
@@ -274,13 +353,16 @@ async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None
 def _small_statement(store: Any, prefix: Sequence[str]) -> _Statement:
     condition, params = _lg._namespace_prefix_condition(tuple(prefix))
     return (
-        "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM poolsplit_v1.entry"
-        " WHERE prefix = %s AND regular AND active AND NOT always)"
-        " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at,"
-        " NULL AS score, scored.n FROM scored LEFT JOIN store ON scored.n < %s"
-        f" AND {condition} {_expiry(store, 'store')}"
-        ' ORDER BY store.prefix COLLATE "C", store.key COLLATE "C"',
-        (".".join(prefix), SCORED_FROM, *params))
+        # (counted up to the threshold along entry_walk; the store is read only below it)
+        "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM poolsplit_v1.entry"
+        " WHERE prefix = %s AND regular AND active AND NOT always"
+        " ORDER BY prefix, etype, base LIMIT %s) AS counted)"
+        " SELECT s.*, NULL AS score, scored.n FROM scored LEFT JOIN LATERAL ("
+        " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at"
+        f" FROM store WHERE scored.n < %s AND {condition} {_expiry(store, 'store')}"
+        " OFFSET 0) AS s"
+        ' ON true ORDER BY s.prefix COLLATE "C", s.key COLLATE "C"',
+        (".".join(prefix), SCORED_FROM, SCORED_FROM, *params))
 
 
 def _small_items(store: Any, rows: list[Any]) -> list[SearchItem] | None:
@@ -294,15 +376,40 @@ def _expiry(store: Any, table: str) -> str:
             if store._omit_expired else "")
 
 
-# The contextual rows of one pool, scored by the database, best first. The score is
-# the core's default score with the core's float operations in the core's order;
-# the message words, their factors and the context's tags come from the core's query.
-_CANDIDATES = """
-SELECT r.key, r.cost, r.score, r.created_text, store.prefix, store.value, store.created_at,
-       store.updated_at
-FROM (SELECT e.key, e.cost, e.updated_at, s.score, s.created_text
-      FROM poolsplit_v1.entry AS e
-      CROSS JOIN LATERAL (SELECT
+def _live(store: Any) -> str:
+    """Whether a ``store`` row is one the store's reads return (not expired), as SQL."""
+    return ("(store.expires_at IS NULL OR store.expires_at > NOW())"
+            if store._omit_expired else "true")
+
+
+# The (type, base priority) groups of a namespace's contextual rows, one index probe
+# each (a loose scan of entry_walk), in (type, base) order.
+_GROUPS = """
+WITH RECURSIVE g AS (
+  (SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+   WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+   ORDER BY e.etype, e.base LIMIT 1)
+  UNION ALL
+  SELECT n.etype, n.base FROM g CROSS JOIN LATERAL (
+    SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+      AND (e.etype, e.base) > (g.etype, g.base)
+    ORDER BY e.etype, e.base LIMIT 1) AS n)
+SELECT etype, base FROM g
+"""
+
+# The next rows of some groups, each group newest first after its cursor (entry_walk's
+# order), scored: the core's default score with the core's float operations in the
+# core's order; the message words, their factors and the context's tags come from the
+# core's query. (A row's store row is read only when a pool hands it on: _VALUES.)
+_PAGE = """
+SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.updated_at AS read_at
+FROM ROWS FROM (pg_catalog.unnest(%(etypes)s::text[]), pg_catalog.unnest(%(bases)s::float8[]),
+               pg_catalog.unnest(%(after)s::int8[]), pg_catalog.unnest(%(after_keys)s::text[]),
+               pg_catalog.unnest(%(until)s::int8[]), pg_catalog.unnest(%(limits)s::int4[]))
+     WITH ORDINALITY AS g(etype, base, after, after_key, until, lim, n)
+CROSS JOIN LATERAL (
+  SELECT e.key, e.cost, e.updated_at, -coalesce(e.created_us, 9223372036854775807) AS walk,
     e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
       * CASE WHEN pg_catalog.cardinality(e.tags) = 0
                OR pg_catalog.cardinality(%(tags)s::text[]) = 0 THEN 1.0::float8
@@ -323,20 +430,83 @@ FROM (SELECT e.key, e.cost, e.updated_at, s.score, s.created_text
                    SELECT pg_catalog.unnest(e.words)
                    INTERSECT SELECT pg_catalog.unnest(%(words)s::text[]))) END] AS score,
     coalesce(e.created_text, poolsplit_v1.iso_text(e.created_at, %(zone)s), '')
-      AS created_text) AS s
-      WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-        AND (%(types)s::text[] IS NULL OR e.etype = ANY (%(types)s::text[]))
-        AND e.cost <= %(tokens)s
-      ORDER BY s.score DESC, s.created_text COLLATE "C", e.key COLLATE "C"
-      LIMIT %(limit)s OFFSET %(offset)s) AS r
--- (only the page's rows are looked up in the store; a row whose reading is stale
--- comes back without a value -- it is read whole -- so a page keeps its length;
--- the page is ordered again, which costs nothing when the join kept its order)
-LEFT JOIN LATERAL (SELECT store.prefix, store.value, store.created_at, store.updated_at
-                   FROM store WHERE store.prefix = %(prefix)s AND store.key = r.key
-                     AND store.updated_at = r.updated_at {expiry}) AS store ON true
-ORDER BY r.score DESC, r.created_text COLLATE "C", r.key COLLATE "C"
+      AS created_text
+  FROM poolsplit_v1.entry AS e
+  WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+    AND e.etype = g.etype AND e.base = g.base
+    AND (-coalesce(e.created_us, 9223372036854775807), e.key) > (g.after, g.after_key)
+    AND -coalesce(e.created_us, 9223372036854775807) <= g.until
+    AND e.cost <= %(tokens)s
+  ORDER BY -coalesce(e.created_us, 9223372036854775807), e.key
+  LIMIT g.lim) AS r
 """
+
+# The store rows of some keys of the namespace: the rows a pool hands on, read as items
+# (and checked against their readings).
+_VALUES = """
+SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at, {live} AS live
+FROM store WHERE store.prefix = %(prefix)s AND store.key = ANY (%(keys)s::text[])
+"""
+
+#: A group's cursor before its first row (every row's walk key is above it), and the
+#: cut that reads a group to its end. A row's walk key is -created_us (undated: -_END).
+_BEFORE, _END = -(1 << 63), (1 << 63) - 1
+_ALL = (1 << 31) - 1  # LIMIT of a page cut by time only
+
+
+class _Group:
+    """One (type, base) group of a pool's rows, read newest first a page at a time.
+
+    ``bound``: no unread row of the group scores above it -- the group's base,
+    the recency of the newest unread row at most, every context factor at
+    its ceiling, multiplied in the core's order (IEEE rounding is monotone,
+    so the product of the ceilings bounds the product of the factors).
+    """
+
+    __slots__ = ("after", "after_key", "base", "bound", "done", "etype", "limit")
+
+    def __init__(self, etype: str, base: float, ceilings: tuple[float, float, float],
+                 limit: int) -> None:
+        self.etype, self.base, self.limit = etype, base, limit
+        self.after, self.after_key, self.done = _BEFORE, "", False  # the last row read
+        # a base that is not positive gives scores of at most 0 whatever the recency
+        self.bound = core._score(base, 1.0, *ceilings) if base > 0 else 0.0
+
+    def cut(self, target: float | None, now_us: int, ceilings: tuple[float, float, float]
+            ) -> tuple[int, int]:
+        """``(until, limit)`` of this group's next page, to bring its bound below ``target``.
+
+        With a target (the score the pool's rows held must beat): every row
+        recent enough that its recency could still reach the target, read at
+        once (the recency solved for, a second of margin: the bound of what is
+        left is then computed from what was read). Without one, or when even the
+        recency floor could reach it: the next ``limit`` rows, each page twice
+        the last.
+        """
+        if target is not None and self.base > 0:
+            least = target / core._score(self.base, 1.0, *ceilings)  # the recency to get under
+            if least > core._RECENCY_FLOOR:
+                age_days = (1.0 - least) * 90 / 0.7
+                until = -int(now_us - age_days * core._DAY_SECONDS * 1e6 - 1e6)
+                if until > self.after:  # (else the cursor is past it: page on)
+                    return until, _ALL
+        limit, self.limit = self.limit, self.limit * 2
+        return _END, limit
+
+    def read(self, rows: list[Any], until: int, limit: int, now_us: int,
+             ceilings: tuple[float, float, float]) -> None:
+        """Move past ``rows``, the page this group read (up to ``until``, ``limit`` rows)."""
+        if rows:
+            self.after, self.after_key = rows[-1]["walk"], rows[-1]["key"]
+        if len(rows) < limit:  # every row up to the cut is read
+            if until == _END:
+                self.done = True
+                return
+            seen = until
+        else:
+            seen = self.after
+        if self.base > 0:  # (unread rows are no newer than `seen`: -seen is a created_us)
+            self.bound = core._score(self.base, core._recency(-seen, now_us), *ceilings)
 
 
 class DatabaseEngine:
@@ -369,7 +539,8 @@ class DatabaseEngine:
         self.keep = keep
         self.costs: dict[int, int] = {}
         self.by_key: dict[str, int] = {}  # a row the database scored: its position
-        self.statement = _CANDIDATES.format(expiry=_expiry(store, "store"))
+        self.statement, self.values = _PAGE, _VALUES.format(live=_live(store))
+        self.groups: list[tuple[str, float]] | None = None  # read when a pool first needs them
         # The zone psycopg reads timestamps in (a created taken from created_at is
         # that datetime's isoformat): the connection's, or UTC when Python lacks it.
         zone = getattr(conn.info.timezone, "key", None)
@@ -409,29 +580,84 @@ class DatabaseEngine:
 
     def _scored(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                 ) -> Iterator[tuple[Any, ...]]:
+        """The pool's rows the database scores, best first, read a page of each group at a time.
+
+        A row is handed on once its score is above every group's bound (no
+        unread row can come before it); else the groups whose bound is not
+        below the best row held read their next page. A group ends when a
+        page comes back short. Rows costing more than the tokens left when a
+        page is read are left out of it: they could never load.
+        """
         query = self.call.query
         project = query.project if isinstance(query.project, str) else None
-        params = {
+        ceilings = (1.5 if query.tags else 1.0, 1.5 if project is not None else 1.0,
+                    max(query.message_factors))
+        params: dict[str, Any] = {
             "now_us": self.call.now_us, "tags": sorted(query.tags), "project": project,
             "factors": list(query.message_factors), "words": sorted(query.words),
-            "prefix": self.own, "types": None if pool.types is None else list(pool.types),
-            "tokens": room.tokens, "zone": self.zone, "word_set": self.word_set,
+            "prefix": self.own, "zone": self.zone, "word_set": self.word_set,
         }
-        offset, limit = 0, PAGE
-        while True:  # pages, each read in the call's one snapshot; most pools need one
-            params["limit"], params["offset"] = limit, offset
-            rows = self.fetch(self.statement, params)
-            for row in rows:
-                if row["value"] is None:
-                    continue  # its reading is stale (the row was read whole), or it expired
+        if self.groups is None:
+            self.groups = [(row["etype"], row["base"])
+                           for row in self.fetch(_GROUPS, {"prefix": self.own})]
+        first = min(max(PAGE, 2 * room.entries), PAGE_MOST)
+        groups = [_Group(etype, base, ceilings, first) for etype, base in self.groups
+                  if pool.accepts(etype)]
+        held: list[tuple[float, str, str, Any]] = []  # (-score, created, key, row)
+        while True:
+            bound = max((g.bound for g in groups if not g.done), default=None)
+            while held and (bound is None or -held[0][0] > bound):
+                if held[0][2] not in self.by_key and "value" not in held[0][3]:
+                    # the store rows of the next rows to hand on, read at once
+                    want = max(PAGE, 2 * room.entries)
+                    self._read_values([h[3] for h in heapq.nsmallest(want, held)
+                                       if bound is None or -h[0] > bound])
+                row = heapq.heappop(held)[3]
+                if not row.get("live", True):
+                    continue  # it expired: the store's reads leave it out
                 i = self._position(row)
                 if i is None or id(self._entries[i]) in taken:
                     continue
                 yield (-row["score"], row["created_text"], row["key"], False, i,
                        core.Candidate(i, row["score"], row["cost"]))
-            if len(rows) < limit:
+            if bound is None:
                 return
-            offset, limit = offset + limit, limit * 4
+            # the score the rows held must beat for the pool to fill: its k-th best
+            slots = max(room.entries, 1)
+            target = -heapq.nsmallest(slots, held)[-1][0] if len(held) >= slots else None
+            least = target if target is not None else (-held[0][0] if held else -math.inf)
+            reading = [g for g in groups if not g.done and g.bound >= least]
+            cuts = [g.cut(target, self.call.now_us, ceilings) for g in reading]
+            params.update(
+                etypes=[g.etype for g in reading], bases=[g.base for g in reading],
+                after=[g.after for g in reading], after_keys=[g.after_key for g in reading],
+                until=[c[0] for c in cuts], limits=[c[1] for c in cuts], tokens=room.tokens)
+            pages: list[list[Any]] = [[] for _ in reading]
+            for row in self.fetch(self.statement, params):
+                pages[row["grp"] - 1].append(row)
+                if not self._taken(row["key"], taken):  # (an earlier pool loaded it)
+                    heapq.heappush(held, (-row["score"], row["created_text"], row["key"], row))
+            for group, page, (until, limit) in zip(reading, pages, cuts):
+                group.read(page, until, limit, self.call.now_us, ceilings)
+
+    def _taken(self, key: str, taken: AbstractSet[int]) -> bool:
+        """Whether the row of ``key`` is an entry an earlier pool of the call loaded."""
+        i = self.by_key.get(key)
+        return i is not None and id(self._entries[i]) in taken
+
+    def _read_values(self, rows: list[Any]) -> None:
+        """Give ``rows`` (rows the database scored) their store rows, read in one statement."""
+        wanted = {row["key"]: row for row in rows
+                  if row["key"] not in self.by_key and "value" not in row}
+        for stored in self.fetch(self.values, {"prefix": self.own, "keys": list(wanted)}):
+            row = wanted[stored["key"]]
+            if stored["updated_at"] != row["read_at"]:
+                break
+            row.update(stored)
+        for key, row in wanted.items():
+            if "value" not in row:  # its row is gone, or newer than its reading
+                raise StaleReadings(f"the reading of {key!r} under {self.own!r} is not its"
+                                    " row's; run the store's setup() again")
 
     def _position(self, row: Any) -> int | None:
         """The position of a row the database scored (None: the call's filter drops it)."""

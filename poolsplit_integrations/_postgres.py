@@ -43,6 +43,15 @@ _decode_ns_bytes = _lg._decode_ns_bytes
 _namespace_prefix_condition = _lg._namespace_prefix_condition
 
 
+class StaleReadings(RuntimeError):
+    """A row's reading in ``poolsplit_v1.entry`` is not its row's: the read is answered from rows.
+
+    Triggers keep every reading in its row's writing transaction; a write
+    that bypassed them (``session_replication_role = replica``, a disabled
+    trigger) leaves one behind until the store's ``setup()`` runs again.
+    """
+
+
 def is_database_store(store: BaseStore) -> bool:
     """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
     return isinstance(store, (PostgresStore, AsyncPostgresStore))

@@ -1095,8 +1095,25 @@ class PoolSplitStore(BaseStore):
 
         ``bound``: the user a namespace template named (see :meth:`_tenancy`).
         """
-        with self._calling(namespace, pools, max_always_tokens, filter, bound) as call:
+        try:
+            with self._calling(namespace, pools, max_always_tokens, filter, bound) as call:
+                return self._decided(call, context, now, always_pool)
+        except self._stale_readings() as exc:
+            self._read_whole_instead(namespace, exc)
+        with self._calling(namespace, pools, max_always_tokens, filter, bound, whole=True) as call:
             return self._decided(call, context, now, always_pool)
+
+    def _stale_readings(self) -> type[Exception] | tuple[()]:
+        """What a database-scored read raises on meeting a reading that is not its row's."""
+        if not self._database:
+            return ()
+        from poolsplit_integrations._postgres import StaleReadings
+        return StaleReadings
+
+    def _read_whole_instead(self, namespace: tuple[str, ...], exc: Exception) -> None:
+        """Say that a read is answered from the rows, its readings being behind them."""
+        logger.warning("PoolSplitStore: %s; the read of %r is answered from its rows",
+                       exc, namespace)
 
     async def _adecide(
         self,
@@ -1115,10 +1132,18 @@ class PoolSplitStore(BaseStore):
             return await asyncio.to_thread(
                 self._decide, namespace, pools, context, now, max_always_tokens,
                 filter=filter, bound=bound, always_pool=always_pool)
-        async with self._acalling(namespace, pools, max_always_tokens, filter, bound) as call:
-            if call.read.view.engine == "database":
-                # the fill runs in a worker thread; its pages are read in this loop
-                return await asyncio.to_thread(self._decided, call, context, now, always_pool)
+        try:
+            async with self._acalling(namespace, pools, max_always_tokens, filter,
+                                      bound) as call:
+                if call.read.view.engine == "database":
+                    # the fill runs in a worker thread; its pages are read in this loop
+                    return await asyncio.to_thread(self._decided, call, context, now,
+                                                   always_pool)
+                return self._decided(call, context, now, always_pool)
+        except self._stale_readings() as exc:
+            self._read_whole_instead(namespace, exc)
+        async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
+                                  whole=True) as call:
             return self._decided(call, context, now, always_pool)
 
     def _decided(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,

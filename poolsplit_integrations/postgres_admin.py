@@ -89,9 +89,10 @@ def store_identifier(table: str, schema: str | None = None) -> str:
 def script(table: str = "store") -> str:
     """The SQL that installs what :func:`setup` installs, for psql; ``table`` as for ``--table``.
 
-    Three transactions: the functions and their version record, under the
+    Four transactions: the functions and their version record, under the
     install's advisory lock; the readings table and the triggers on the
-    store table, under the same lock; the readings of the rows already there.
+    store table, under the same lock; the readings of the rows already there;
+    every reading made its row's, and the table recorded as kept.
     The SQL files set their own ``search_path``, so the table is named with
     its schema: an unqualified ``table`` is taken to be in ``public``. The
     first statement fails when there is no such table (nothing is installed).
@@ -134,6 +135,13 @@ def script(table: str = "store") -> str:
         "-- (writers are not blocked: a row written meanwhile keeps its trigger's readings).",
         "BEGIN;",
         f"{_pgengine.backfill_sql(quoted)};",
+        "COMMIT;",
+        "",
+        "-- 4. Every reading made its row's (a row deleted or rewritten while step 3 read",
+        "-- it), then the table recorded as kept: reads use the readings from then on.",
+        "BEGIN;",
+        *[f"{statement};" for statement in _pgengine.repair_sql(quoted)],
+        f"{_pgengine.kept_sql(quoted)};",
         "COMMIT;",
         "",
     ])

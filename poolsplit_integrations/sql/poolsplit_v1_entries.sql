@@ -7,11 +7,13 @@
 -- poolsplit_v1.entry holds, for each row of the store table, what the core reads of
 -- the entry the row becomes (poolsplit_v1.sql's functions), computed once, when the
 -- row is written: triggers on the store table keep it in the writing transaction, so
--- every snapshot sees a row and its readings together. A read joins the two on
--- (prefix, key) and uses a reading only when its updated_at is the row's: a row with
--- no reading, or an older one (a write racing the first fill below), is read from
--- `value` and scored in Python instead. So these readings make reads fast; they never
--- decide an answer on their own.
+-- every snapshot sees a row and its readings together. setup() then fills in the
+-- rows written before the triggers, repairs any reading that is not its row's, and
+-- records in poolsplit_v1.kept that the table's readings are whole: reads use them
+-- only from then on. A read checks the reading of every row it returns against the
+-- row (its updated_at); a write that bypassed the triggers (session_replication_role
+-- = replica, a disabled trigger) can leave a reading behind, which the read then
+-- meets and answers from the rows instead -- running setup() again repairs it.
 --
 -- Why a table beside LangGraph's and not generated columns on it: adding stored
 -- columns rewrites the store table under an exclusive lock (every read and write of
@@ -38,12 +40,30 @@ CREATE TABLE IF NOT EXISTS poolsplit_v1.entry (
     words text[],
     tags text[],
     project text,
+    carries_user boolean,     -- the value holds a user_id that is not null
     PRIMARY KEY (prefix, key)
 );
+ALTER TABLE poolsplit_v1.entry ADD COLUMN IF NOT EXISTS carries_user boolean;
 
--- The contextual rows of a namespace by type: what a pool's candidates are read from.
-CREATE INDEX IF NOT EXISTS entry_contextual ON poolsplit_v1.entry (prefix, etype)
+-- The store tables whose readings are whole: setup() has filled and repaired them.
+CREATE TABLE IF NOT EXISTS poolsplit_v1.kept (
+    store_table regclass PRIMARY KEY,
+    repaired_at timestamptz NOT NULL
+);
+
+-- The contextual rows of a namespace, by type and base priority, newest first (an
+-- undated row counts as newest): a pool reads each (type, base) group in this order,
+-- best first by its bound, and stops once no unread row can beat what it holds.
+DROP INDEX IF EXISTS poolsplit_v1.entry_contextual;
+CREATE INDEX IF NOT EXISTS entry_walk ON poolsplit_v1.entry
+    (prefix, etype, base, (-coalesce(created_us, 9223372036854775807)), key)
     WHERE regular AND active AND NOT always;
+-- The rows a read takes whole (corrections, values the functions do not read exactly)
+-- and the rows that carry a user: a few of a namespace, found without reading the rest.
+CREATE INDEX IF NOT EXISTS entry_whole ON poolsplit_v1.entry (prefix)
+    WHERE NOT regular OR always;
+CREATE INDEX IF NOT EXISTS entry_users ON poolsplit_v1.entry (prefix)
+    WHERE carries_user IS NOT FALSE;
 
 CREATE OR REPLACE FUNCTION poolsplit_v1.keep_entry() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -56,7 +76,8 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO poolsplit_v1.entry AS e
-    SELECT NEW.prefix, NEW.key, NEW.updated_at, NEW.created_at, r.*
+    SELECT NEW.prefix, NEW.key, NEW.updated_at, NEW.created_at, r.*,
+           poolsplit_v1.carries_user(NEW.value)
     FROM poolsplit_v1.readings(NEW.value, NEW.created_at) AS r
     ON CONFLICT (prefix, key) DO UPDATE SET
         updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at,
@@ -64,7 +85,7 @@ BEGIN
         active = EXCLUDED.active, always = EXCLUDED.always, etype = EXCLUDED.etype,
         cost = EXCLUDED.cost, base = EXCLUDED.base, created_us = EXCLUDED.created_us,
         created_text = EXCLUDED.created_text, words = EXCLUDED.words, tags = EXCLUDED.tags,
-        project = EXCLUDED.project;
+        project = EXCLUDED.project, carries_user = EXCLUDED.carries_user;
     RETURN NULL;
 END
 $$;
@@ -76,6 +97,11 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- Whether a value carries a user: its user_id is there and not null (a tenant's row).
+CREATE OR REPLACE FUNCTION poolsplit_v1.carries_user(value jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce(value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb;
 
 -- The readings of one row (only a regular row's are kept: any other is read in Python).
 CREATE OR REPLACE FUNCTION poolsplit_v1.readings(value jsonb, created_at timestamptz)

@@ -609,6 +609,9 @@ def test_the_database_scoring_answers_as_the_core_through_living_writes(block, b
     bare, other = bare_and_other
     PoolSplitStore(bare).setup()  # the readings table and its triggers (idempotent)
     monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
+    if block % 2:  # each group read a row, then 4, 16, ...: the bounds decide every step
+        monkeypatch.setattr(_pgengine, "PAGE", 1)
+        monkeypatch.setattr(_pgengine, "PAGE_MOST", 1)
     scored = []
     decide = _pgengine.decide
     monkeypatch.setattr(_pgengine, "decide", lambda *a, **k: scored.append(1) or decide(*a, **k))
@@ -648,6 +651,9 @@ def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
 
     bare, other = bare_and_other
     monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
+    if not block % 2:  # pages of one row, then 4, 16, ... (the sync blocks alternate too)
+        monkeypatch.setattr(_pgengine, "PAGE", 1)
+        monkeypatch.setattr(_pgengine, "PAGE_MOST", 1)
     scored = []
     decide = _pgengine.decide
     monkeypatch.setattr(_pgengine, "decide", lambda *a, **k: scored.append(1) or decide(*a, **k))

@@ -109,37 +109,113 @@ def test_a_namespace_above_the_threshold_is_scored_by_the_database_and_equals_th
     assert len(scored) == 3
 
 
-@pytest.mark.parametrize("spoil", ["missing", "stale"])
-def test_a_missing_or_stale_reading_is_never_used(bare, monkeypatch, spoil):
-    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
-    wrapped = PoolSplitStore(bare)
+def spoil(bare, how):
+    """Leave the reading of 'star' behind its row, as a write that bypassed the triggers can."""
+    if how == "missing":
+        bare.conn.execute("DELETE FROM poolsplit_v1.entry WHERE key = 'star'")
+    elif how == "stale":
+        bare.conn.execute("UPDATE poolsplit_v1.entry SET base = 0.001,"
+                          " updated_at = updated_at - interval '1 day' WHERE key = 'star'")
+    else:  # a reading of a row deleted with the triggers bypassed
+        bare.conn.execute("INSERT INTO poolsplit_v1.entry SELECT prefix, 'ghost', updated_at,"
+                          " created_at, regular, active, always, etype, cost, base * 100,"
+                          " created_us, created_text, words, tags, project, carries_user"
+                          " FROM poolsplit_v1.entry WHERE key = 'star'")
+
+
+def star_store(bare):
     rng = random.Random(11)
     bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(120)])
     bare.put(NS, "star", {"content": "deploy deploy database", "type": "task",
                           "base_priority": 50})
-    # The reading of the strongest task is lost, or left from an older version of it
-    # (as a write racing setup()'s first fill can leave it): the row is read whole.
-    if spoil == "missing":
-        bare.conn.execute("DELETE FROM poolsplit_v1.entry WHERE key = 'star'")
-    else:
-        bare.conn.execute("UPDATE poolsplit_v1.entry SET base = 0.001,"
-                          " updated_at = updated_at - interval '1 day' WHERE key = 'star'")
+
+
+@pytest.mark.parametrize("how", ["missing", "stale", "ghost"])
+def test_setup_again_repairs_a_reading_left_behind_by_a_write_that_bypassed_the_triggers(
+        bare, monkeypatch, how):
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    star_store(bare)
+    before = readings(bare)
+    spoil(bare, how)
+    assert readings(bare) != before
+    PoolSplitStore(bare).setup()
+    assert readings(bare) == before
     context = {"message": "deploy the database"}
     want, _ = expected(bare, context)
-    got = keys(wrapped.retrieve_pools(NS, POOLS, context, now=NOW))
+    got = keys(PoolSplitStore(bare).retrieve_pools(NS, POOLS, context, now=NOW))
     assert got == want and got["work"][0] == "star"
 
 
-def test_a_stale_reading_on_the_first_page_does_not_end_the_pages(bare, monkeypatch):
-    """A page the store join thins out (a stale reading) is not taken for the last one."""
+@pytest.mark.parametrize("how", ["stale", "ghost"])
+def test_a_read_that_meets_a_reading_behind_its_row_is_answered_from_the_rows(
+        bare, monkeypatch, caplog, how):
     monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
-    rng = random.Random(5)
-    bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(3 * _pgengine.PAGE)])
+    star_store(bare)
+    # the reading says the best task is the best by far: the scoring meets it first
     bare.conn.execute("UPDATE poolsplit_v1.entry SET base = 1e6,"
-                      " updated_at = updated_at - interval '1 day' WHERE key = 'k001'")
-    pools = [Pool("many", 10**6, 2 * _pgengine.PAGE)]  # it needs the second page
-    want = {name: [e["id"] for e in got] for name, got in retrieve_pools(
-        expected(bare, None)[1], pools, None, now=NOW, always_pool=True).items()}
-    got = keys(PoolSplitStore(bare).retrieve_pools(NS, pools, None, now=NOW))
-    contextual = [key for key in got["many"] if int(key[1:]) % 40]  # (every 40th: a correction)
-    assert got == want and len(contextual) == 2 * _pgengine.PAGE
+                      " updated_at = updated_at - interval '1 day' WHERE key = 'star'"
+                      if how == "stale" else "SELECT 1")
+    if how == "ghost":
+        spoil(bare, how)
+    context = {"message": "deploy the database"}
+    want, _ = expected(bare, context)
+    wrapped = PoolSplitStore(bare)
+    with caplog.at_level("WARNING", logger="poolsplit"):
+        assert keys(wrapped.retrieve_pools(NS, POOLS, context, now=NOW)) == want
+    assert "answered from its rows" in caplog.text and "setup() again" in caplog.text
+
+
+def test_readings_are_used_only_once_setup_recorded_them_whole(bare):
+    assert PoolSplitStore(bare)._scores_in_database()
+    bare.conn.execute("DELETE FROM poolsplit_v1.kept")
+    assert not PoolSplitStore(bare)._scores_in_database()  # (a fill under way, say)
+    PoolSplitStore(bare).setup()
+    assert PoolSplitStore(bare)._scores_in_database()
+    bare.conn.execute("ALTER TABLE store DISABLE TRIGGER poolsplit_v1_entry")
+    try:
+        assert not PoolSplitStore(bare)._scores_in_database()
+    finally:
+        bare.conn.execute("ALTER TABLE store ENABLE TRIGGER poolsplit_v1_entry")
+
+
+@pytest.mark.parametrize("page", [1, 3])
+def test_pools_that_read_many_pages_of_many_groups_answer_as_the_core(bare, monkeypatch, page):
+    """Tiny pages: every group is read a few rows at a time, bounds decide what is handed on."""
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    monkeypatch.setattr(_pgengine, "PAGE", page)
+    monkeypatch.setattr(_pgengine, "PAGE_MOST", page)
+    rng = random.Random(5)
+    bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(300)])
+    pools = [Pool("few", 150, 3, ("task",)), Pool("many", 10**6, 120), Pool("tight", 9, 50)]
+    wrapped = PoolSplitStore(bare)
+    pages = []
+    fetch = _pgengine._cursor_pages
+    monkeypatch.setattr(_pgengine, "_cursor_pages", lambda conn: (
+        lambda statement, params: pages.append(1) or fetch(conn)(statement, params)))
+    for context in ({"message": "deploy the database schema", "tags": ["db"]},
+                    {"message": "budget review", "project": "x"}, None):
+        entries = expected(bare, context)[1]
+        want = {name: [e["id"] for e in got] for name, got in retrieve_pools(
+            entries, pools, context, now=NOW, always_pool=True).items()}
+        assert keys(wrapped.retrieve_pools(NS, pools, context, now=NOW)) == want
+    assert len(pages) > 30  # (many pages were read: the walk was exercised)
+
+
+def test_setup_upgrades_an_install_made_before_the_readings_knew_their_users(bare):
+    """An earlier install: no record of whole readings, no user flag, the old index."""
+    star_store(bare)
+    bare.put(NS, "u1", {"content": "deploy notes", "type": "task", "user_id": "ana"})
+    bare.conn.execute("UPDATE poolsplit_v1.entry SET carries_user = NULL")
+    bare.conn.execute("DELETE FROM poolsplit_v1.kept")
+    bare.conn.execute("DROP INDEX poolsplit_v1.entry_walk")
+    bare.conn.execute("CREATE INDEX entry_contextual ON poolsplit_v1.entry (prefix, etype)")
+    assert not PoolSplitStore(bare)._scores_in_database()
+    PoolSplitStore(bare).setup()
+    flags = {row["key"]: row["carries_user"] for row in bare.conn.execute(
+        "SELECT key, carries_user FROM poolsplit_v1.entry").fetchall()}
+    assert flags["u1"] is True and flags["star"] is False and None not in flags.values()
+    indexes = {row["indexname"] for row in bare.conn.execute(
+        "SELECT indexname FROM pg_catalog.pg_indexes WHERE schemaname = 'poolsplit_v1'")}
+    assert {"entry_walk", "entry_whole", "entry_users"} <= indexes
+    assert "entry_contextual" not in indexes
+    assert PoolSplitStore(bare)._scores_in_database()
