@@ -29,8 +29,10 @@ load time, and measures what a ``PoolSplitStore`` over that store gives:
   ``PoolSplitStore(InMemoryStore())`` holding the same items, whose
   in-process index is warm (each namespace read once first).
 
-Over PostgreSQL every pool-split read is one SQL statement reading the
-namespace, then the core; nothing is cached per namespace. Every timed
+Over PostgreSQL (``setup()`` run on the loaded table) a 100-memory read is one
+statement that reads the namespace's corrections and scores its other rows;
+a large namespace is read in one REPEATABLE READ transaction, each pool's rows
+best first a page at a time; nothing is cached per namespace. Every timed
 answer on a sample is checked against the core run over the same entries.
 
 Targets (each marked MET / NOT MET in the printed table):

@@ -35,7 +35,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from datetime import datetime
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from poolsplit_integrations._extras import require
 
@@ -54,10 +54,10 @@ from poolsplit_integrations import _pgsql  # noqa: E402
 from poolsplit_integrations._entries import item_to_entry  # noqa: E402
 from poolsplit_integrations._postgres import StaleReadings, _items  # noqa: E402
 
-__all__ = ["DatabaseEngine", "LoopPages", "aentries_kept", "aheld", "aread_if_small",
+__all__ = ["DatabaseEngine", "LoopPages", "SmallRead", "aentries_kept", "aheld", "aread_if_small",
            "aread_only", "aread_rows", "asetup_entries", "asnapshot", "backfill_sql",
            "entries_kept", "entries_sql", "held", "kept_sql", "read_if_small", "read_only",
-           "read_rows", "repair_sql", "setup_entries", "snapshot"]
+           "read_rows", "repair_sql", "score_params", "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -320,55 +320,110 @@ def _rows_read(store: Any, rows: list[Any]) -> tuple[list[SearchItem], bool]:
     return _items(store, [row for row in rows if row["key"] is not None]), bool(rows[0]["users"])
 
 
-def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None
-                  ) -> list[SearchItem] | None:
-    """Every item under ``prefix`` when it has under :data:`SCORED_FROM` rows to score, else None.
+class SmallRead(NamedTuple):
+    """A namespace with fewer than :data:`SCORED_FROM` rows to score, read and scored at once."""
 
-    One statement (one snapshot, one round trip): the count of the rows the
-    database would score, and the items only when that count is small. Read
-    on ``conn`` (in its transaction) when given, else on a cursor of ``store``.
+    items: list[SearchItem]  # the rows read whole, as read_rows reads them
+    carries: bool  # some row under the prefix carries a user_id
+    scored: list[Any]  # every other row: its score and sort text, its value not yet parsed
+
+
+def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
+                  scoring: tuple[Mapping[str, Any] | None, datetime | None] = (None, None)
+                  ) -> SmallRead | None:
+    """A namespace whose rows to score are fewer than :data:`SCORED_FROM`, else None.
+
+    One statement (one snapshot, one round trip) counts the rows the database
+    would score and, only when they are few: reads whole the rows
+    :func:`read_rows` reads whole, flags the users, and scores every other row
+    for ``scoring`` (the call's context and ``now``), its value sent as text
+    and parsed only if a pool hands it on. Read on ``conn`` (in its
+    transaction) when given, else on a cursor of ``store``.
     """
     if conn is not None:
-        cur = conn.cursor(binary=True, row_factory=dict_row)
-        return _small_items(store, cur.execute(*_small_statement(store, prefix)).fetchall())
+        cursor = conn.cursor(binary=True, row_factory=dict_row)
+        return _small_read(store, prefix, cursor.execute(
+            *_small_statement(store, prefix, conn, scoring)).fetchall())
     with store._cursor(pipeline=True) as cursor:
-        cursor.execute(*_small_statement(store, prefix))
+        cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
         rows = cursor.fetchall()
-    return _small_items(store, rows)
+    return _small_read(store, prefix, rows)
 
 
-async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None
-                         ) -> list[SearchItem] | None:
+async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
+                         scoring: tuple[Mapping[str, Any] | None, datetime | None] = (None, None)
+                         ) -> SmallRead | None:
     """The async twin of :func:`read_if_small` (an ``AsyncPostgresStore``, in its loop)."""
     if conn is not None:
-        cur = conn.cursor(binary=True, row_factory=dict_row)
-        await cur.execute(*_small_statement(store, prefix))
-        return _small_items(store, await cur.fetchall())
+        cursor = conn.cursor(binary=True, row_factory=dict_row)
+        await cursor.execute(*_small_statement(store, prefix, conn, scoring))
+        return _small_read(store, prefix, await cursor.fetchall())
     async with store._cursor(pipeline=True) as cursor:
-        await cursor.execute(*_small_statement(store, prefix))
+        await cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
         rows = await cursor.fetchall()
-    return _small_items(store, rows)
+    return _small_read(store, prefix, rows)
 
 
-def _small_statement(store: Any, prefix: Sequence[str]) -> _Statement:
-    condition, params = _lg._namespace_prefix_condition(tuple(prefix))
-    return (
-        # (counted up to the threshold along entry_walk; the store is read only below it)
-        "WITH scored AS (SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM poolsplit_v1.entry"
-        " WHERE prefix = %s AND regular AND active AND NOT always"
-        " ORDER BY prefix, etype, base LIMIT %s) AS counted)"
-        " SELECT s.*, NULL AS score, scored.n FROM scored LEFT JOIN LATERAL ("
-        " SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at"
-        f" FROM store WHERE scored.n < %s AND {condition} {_expiry(store, 'store')}"
-        " OFFSET 0) AS s"
-        ' ON true ORDER BY s.prefix COLLATE "C", s.key COLLATE "C"',
-        (".".join(prefix), SCORED_FROM, SCORED_FROM, *params))
+def _small_statement(store: Any, prefix: Sequence[str], conn: Any,
+                     scoring: tuple[Mapping[str, Any] | None, datetime | None]
+                     ) -> tuple[str, dict[str, Any]]:
+    own = ".".join(prefix)
+    call = core._Call([], scoring[0], core.default_scorer, core.default_token_counter,
+                      core.default_is_active, scoring[1])
+    params = {"prefix": own, "deeper": _lg._namespace_prefix_condition(tuple(prefix))[1][1],
+              "most": SCORED_FROM, **score_params(conn, call)}
+    return _SMALL.format(expiry=_expiry(store, "store"), score=_SCORE), params
 
 
-def _small_items(store: Any, rows: list[Any]) -> list[SearchItem] | None:
-    if rows[0]["n"] >= SCORED_FROM:  # (the count's row is there even for no item)
+# (counted up to SCORED_FROM along entry_walk; the rest runs only below it)
+_SMALL = """
+WITH counted AS (SELECT pg_catalog.count(*) AS n FROM (
+       SELECT 1 FROM poolsplit_v1.entry WHERE prefix = %(prefix)s AND regular AND active
+       AND NOT always ORDER BY prefix, etype, base LIMIT %(most)s) AS c),
+     flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e
+                             WHERE e.prefix = %(prefix)s AND e.carries_user IS NOT FALSE)
+                  OR EXISTS (SELECT 1 FROM store WHERE store.prefix LIKE %(deeper)s ESCAPE '\\'
+                             AND poolsplit_v1.carries_user(store.value)) AS users)
+SELECT counted.n, flag.users, r.* FROM counted CROSS JOIN flag LEFT JOIN LATERAL (
+  SELECT * FROM (
+    SELECT false AS scored, store.prefix, store.key, store.value, NULL::bytea AS text,
+           store.created_at, store.updated_at, NULL::float8 AS score,
+           NULL::text AS created_text, NULL::text AS etype, NULL::int8 AS cost,
+           NULL::timestamptz AS read_at
+    FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL (
+      SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1) AS store
+    WHERE e.prefix = %(prefix)s AND (NOT e.regular OR e.always) {expiry}
+    UNION ALL
+    SELECT false, store.prefix, store.key, store.value, NULL, store.created_at,
+           store.updated_at, NULL, NULL, NULL, NULL, NULL
+    FROM store WHERE store.prefix LIKE %(deeper)s ESCAPE '\\' {expiry}
+    UNION ALL
+    SELECT true, store.prefix, e.key, NULL, pg_catalog.convert_to(store.value::text, 'UTF8'),
+           store.created_at, store.updated_at, {score}, e.etype, e.cost,
+           e.updated_at
+    FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL (
+      SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1) AS store
+    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always {expiry}
+  ) AS u WHERE counted.n < %(most)s OFFSET 0) AS r ON true
+ORDER BY r.scored, r.prefix COLLATE "C", r.key COLLATE "C"
+"""
+
+
+def _small_read(store: Any, prefix: Sequence[str], rows: list[Any]) -> SmallRead | None:
+    first = rows[0]  # (the count's row is there even for no item)
+    if first["n"] >= SCORED_FROM:
         return None
-    return _items(store, [row for row in rows if row["key"] is not None])
+    whole, scored = [], []
+    for row in rows:
+        if row["scored"]:
+            if row["updated_at"] != row["read_at"]:
+                raise StaleReadings(f"the reading of {row['key']!r} under {'.'.join(prefix)!r}"
+                                    " is not its row's; run the store's setup() again")
+            row["value"] = row["text"]  # (parsed by the store's loader if a pool takes it)
+            scored.append(row)
+        elif row["key"] is not None:
+            whole.append(row)
+    return SmallRead(_items(store, whole), bool(first["users"]), scored)
 
 
 def _expiry(store: Any, table: str) -> str:
@@ -382,35 +437,10 @@ def _live(store: Any) -> str:
             if store._omit_expired else "true")
 
 
-# The (type, base priority) groups of a namespace's contextual rows, one index probe
-# each (a loose scan of entry_walk), in (type, base) order.
-_GROUPS = """
-WITH RECURSIVE g AS (
-  (SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
-   WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-   ORDER BY e.etype, e.base LIMIT 1)
-  UNION ALL
-  SELECT n.etype, n.base FROM g CROSS JOIN LATERAL (
-    SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
-    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-      AND (e.etype, e.base) > (g.etype, g.base)
-    ORDER BY e.etype, e.base LIMIT 1) AS n)
-SELECT etype, base FROM g
-"""
-
-# The next rows of some groups, each group newest first after its cursor (entry_walk's
-# order), scored: the core's default score with the core's float operations in the
-# core's order; the message words, their factors and the context's tags come from the
-# core's query. (A row's store row is read only when a pool hands it on: _VALUES.)
-_PAGE = """
-SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.updated_at AS read_at
-FROM ROWS FROM (pg_catalog.unnest(%(etypes)s::text[]), pg_catalog.unnest(%(bases)s::float8[]),
-               pg_catalog.unnest(%(after)s::int8[]), pg_catalog.unnest(%(after_keys)s::text[]),
-               pg_catalog.unnest(%(until)s::int8[]), pg_catalog.unnest(%(limits)s::int4[]))
-     WITH ORDINALITY AS g(etype, base, after, after_key, until, lim, n)
-CROSS JOIN LATERAL (
-  SELECT e.key, e.cost, e.updated_at, -coalesce(e.created_us, 9223372036854775807) AS walk,
-    e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
+# A row's score and sort text: the core's default score with the core's float operations
+# in the core's order (the message words, their factors and the context's tags are the
+# core's query's: :func:`score_params`), and its created as the sort key's text.
+_SCORE = """e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
       * CASE WHEN pg_catalog.cardinality(e.tags) = 0
                OR pg_catalog.cardinality(%(tags)s::text[]) = 0 THEN 1.0::float8
              WHEN NOT e.tags && %(tags)s::text[] THEN 1.0::float8 + (0.5::float8 * 0::float8)
@@ -430,7 +460,36 @@ CROSS JOIN LATERAL (
                    SELECT pg_catalog.unnest(e.words)
                    INTERSECT SELECT pg_catalog.unnest(%(words)s::text[]))) END] AS score,
     coalesce(e.created_text, poolsplit_v1.iso_text(e.created_at, %(zone)s), '')
-      AS created_text
+      AS created_text"""
+
+
+# The (type, base priority) groups of a namespace's contextual rows, one index probe
+# each (a loose scan of entry_walk), in (type, base) order.
+_GROUPS = """
+WITH RECURSIVE g AS (
+  (SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+   WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+   ORDER BY e.etype, e.base LIMIT 1)
+  UNION ALL
+  SELECT n.etype, n.base FROM g CROSS JOIN LATERAL (
+    SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
+      AND (e.etype, e.base) > (g.etype, g.base)
+    ORDER BY e.etype, e.base LIMIT 1) AS n)
+SELECT etype, base FROM g
+"""
+
+# The next rows of some groups, each group newest first after its cursor (entry_walk's
+# order), scored. (A row's store row is read only when a pool hands it on: _VALUES.)
+_PAGE = f"""
+SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.updated_at AS read_at
+FROM ROWS FROM (pg_catalog.unnest(%(etypes)s::text[]), pg_catalog.unnest(%(bases)s::float8[]),
+               pg_catalog.unnest(%(after)s::int8[]), pg_catalog.unnest(%(after_keys)s::text[]),
+               pg_catalog.unnest(%(until)s::int8[]), pg_catalog.unnest(%(limits)s::int4[]))
+     WITH ORDINALITY AS g(etype, base, after, after_key, until, lim, n)
+CROSS JOIN LATERAL (
+  SELECT e.key, e.cost, e.updated_at, -coalesce(e.created_us, 9223372036854775807) AS walk,
+         {_SCORE}
   FROM poolsplit_v1.entry AS e
   WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
     AND e.etype = g.etype AND e.base = g.base
@@ -527,9 +586,10 @@ class DatabaseEngine:
                  items: Sequence[SearchItem], entries: Sequence[Mapping[str, Any]],
                  context: Mapping[str, Any] | None, now: datetime | None,
                  keep: Callable[[Mapping[str, Any]], bool] | None,
-                 fetch: Fetch | None = None) -> None:
+                 fetch: Fetch | None = None, scored: list[Any] | None = None) -> None:
         self.conn, self.store, self.prefix = conn, store, tuple(prefix)
         self.fetch: Fetch = fetch if fetch is not None else _cursor_pages(conn)
+        self.scored = scored  # a small namespace's rows, every one scored (no pages to read)
         self.own = ".".join(prefix)
         self.items: list[Any] = list(items)
         self._entries: list[Mapping[str, Any]] = list(entries)
@@ -541,15 +601,6 @@ class DatabaseEngine:
         self.by_key: dict[str, int] = {}  # a row the database scored: its position
         self.statement, self.values = _PAGE, _VALUES.format(live=_live(store))
         self.groups: list[tuple[str, float]] | None = None  # read when a pool first needs them
-        # The zone psycopg reads timestamps in (a created taken from created_at is
-        # that datetime's isoformat): the connection's, or UTC when Python lacks it.
-        zone = getattr(conn.info.timezone, "key", None)
-        self.zone = zone if isinstance(zone, str) else "UTC"
-        # The message's words as a tsvector, to count a row's shared words in one
-        # step; None (counted by set intersection) when one is too long for a lexeme.
-        words = self.call.query.words
-        self.word_set = (None if not words or any(len(w.encode()) > 2046 for w in words)
-                         else " ".join(f"'{w}'" for w in sorted(words)))
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
@@ -588,15 +639,13 @@ class DatabaseEngine:
         page comes back short. Rows costing more than the tokens left when a
         page is read are left out of it: they could never load.
         """
+        if self.scored is not None:
+            yield from self._ranked(pool, taken, room)
+            return
         query = self.call.query
-        project = query.project if isinstance(query.project, str) else None
-        ceilings = (1.5 if query.tags else 1.0, 1.5 if project is not None else 1.0,
+        ceilings = (1.5 if query.tags else 1.0, 1.5 if isinstance(query.project, str) else 1.0,
                     max(query.message_factors))
-        params: dict[str, Any] = {
-            "now_us": self.call.now_us, "tags": sorted(query.tags), "project": project,
-            "factors": list(query.message_factors), "words": sorted(query.words),
-            "prefix": self.own, "zone": self.zone, "word_set": self.word_set,
-        }
+        params = {"prefix": self.own, **score_params(self.conn, self.call)}
         if self.groups is None:
             self.groups = [(row["etype"], row["base"])
                            for row in self.fetch(_GROUPS, {"prefix": self.own})]
@@ -640,6 +689,19 @@ class DatabaseEngine:
             for group, page, (until, limit) in zip(reading, pages, cuts):
                 group.read(page, until, limit, self.call.now_us, ceilings)
 
+    def _ranked(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
+                ) -> Iterator[tuple[Any, ...]]:
+        """A small namespace's scored rows of the pool, sorted (:func:`read_if_small` read them)."""
+        rows = sorted((row for row in cast(list[Any], self.scored)
+                       if pool.accepts(row["etype"]) and row["cost"] <= room.tokens
+                       and not self._taken(row["key"], taken)), key=_rank)
+        for row in rows:
+            i = self._position(row)
+            if i is None or id(self._entries[i]) in taken:
+                continue
+            yield (-row["score"], row["created_text"], row["key"], False, i,
+                   core.Candidate(i, row["score"], row["cost"]))
+
     def _taken(self, key: str, taken: AbstractSet[int]) -> bool:
         """Whether the row of ``key`` is an entry an earlier pool of the call loaded."""
         i = self.by_key.get(key)
@@ -676,6 +738,28 @@ class DatabaseEngine:
         self.costs[i] = row["cost"]
         self.by_key[key] = i
         return i
+
+
+def score_params(conn: Any, call: core._Call) -> dict[str, Any]:
+    """What :data:`_SCORE` reads: ``call``'s query and ``now``, for rows read on ``conn``."""
+    query = call.query
+    # The zone psycopg reads timestamps in (a created taken from created_at is that
+    # datetime's isoformat): the connection's, or UTC when Python lacks it.
+    zone = getattr(conn.info.timezone, "key", None)
+    # The message's words as a tsvector, to count a row's shared words in one step;
+    # None (counted by set intersection) when one is too long for a lexeme.
+    words = query.words
+    word_set = (None if not words or any(len(w.encode()) > 2046 for w in words)
+                else " ".join(f"'{w}'" for w in sorted(words)))
+    return {"now_us": call.now_us, "tags": sorted(query.tags),
+            "project": query.project if isinstance(query.project, str) else None,
+            "factors": list(query.message_factors), "words": sorted(words),
+            "zone": zone if isinstance(zone, str) else "UTC", "word_set": word_set}
+
+
+def _rank(row: Any) -> tuple[float, str, str]:
+    """A scored row's place in the spec's order (its key is its id, unique in the namespace)."""
+    return -row["score"], row["created_text"], row["key"]
 
 
 #: Reads one page: ``fetch(statement, params)`` -> its rows (dicts).

@@ -413,6 +413,10 @@ class _View:
             self.users.discard(entry_id)
 
 
+#: A call's context and ``now``, for a database that scores as it reads.
+_Scoring = tuple["Mapping[str, Any] | None", "datetime | None"]
+
+
 class _Unindexed(NamedTuple):
     """What a database read has in place of a view: no index, every item read for the call."""
 
@@ -425,6 +429,7 @@ class _Unindexed(NamedTuple):
     read_from: str = "primary"  # or "standby": the hot standby answered (PoolSplitStore(standby=))
     replica_lag: float | None = None  # its replay lag then, in seconds
     fetch: Any = None  # an async store's "database" read: its pages (_pgengine.LoopPages)
+    scored: Any = None  # a small namespace's rows, scored as read (_pgengine.SmallRead)
 
 
 def _unchanged(old: Item | None, item: Item) -> bool:
@@ -1096,7 +1101,8 @@ class PoolSplitStore(BaseStore):
         ``bound``: the user a namespace template named (see :meth:`_tenancy`).
         """
         try:
-            with self._calling(namespace, pools, max_always_tokens, filter, bound) as call:
+            with self._calling(namespace, pools, max_always_tokens, filter, bound,
+                               scoring=(context, now)) as call:
                 return self._decided(call, context, now, always_pool)
         except self._stale_readings() as exc:
             self._read_whole_instead(namespace, exc)
@@ -1133,8 +1139,8 @@ class PoolSplitStore(BaseStore):
                 self._decide, namespace, pools, context, now, max_always_tokens,
                 filter=filter, bound=bound, always_pool=always_pool)
         try:
-            async with self._acalling(namespace, pools, max_always_tokens, filter,
-                                      bound) as call:
+            async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
+                                      scoring=(context, now)) as call:
                 if call.read.view.engine == "database":
                     # the fill runs in a worker thread; its pages are read in this loop
                     return await asyncio.to_thread(self._decided, call, context, now,
@@ -1185,7 +1191,8 @@ class PoolSplitStore(BaseStore):
             view = cast(_Unindexed, read.view)
             engine = _pgengine.DatabaseEngine(
                 view.conn, self.store, call.prefix, [item for item, _ in kept],
-                [entry for _, entry in kept], context, now, keep, fetch=view.fetch)
+                [entry for _, entry in kept], context, now, keep, fetch=view.fetch,
+                scored=view.scored)
             engines.append(engine)
             with self._reading(call.prefix):
                 return _pgengine.decide(engine, call.pools, always_pool,
@@ -1250,13 +1257,14 @@ class PoolSplitStore(BaseStore):
     @contextmanager
     def _calling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
                  max_always_tokens: Any, filter: Any, bound: str | None,
-                 whole: bool = False) -> Iterator[_Call]:
+                 whole: bool = False, scoring: _Scoring = (None, None)) -> Iterator[_Call]:
         """One pool-split read: its arguments checked, then, under the lock, read and bound.
 
         The body runs the core under the lock too; a TypeError or ValueError
         raised in it, or by the checks, names the namespace. ``whole``: every
         item is read (explain_pools accounts for each), never scored in the
-        database.
+        database. ``scoring``: the call's context and ``now``, for a database
+        that scores a small namespace in the statement that reads it.
         """
         prefix = _check_namespace(namespace)
         with _naming(prefix):
@@ -1264,7 +1272,7 @@ class PoolSplitStore(BaseStore):
             limit = check_max_always_tokens(max_always_tokens)
             asked = self._asked(prefix, filter, bound)
             if self._database and not whole and self._scores_in_database(prefix):
-                with self._in_database(prefix) as read:
+                with self._in_database(prefix, scoring) as read:
                     yield self._bind(prefix, checked, limit, asked, bound, read)
                 return
             if self._database:
@@ -1322,12 +1330,13 @@ class PoolSplitStore(BaseStore):
         return None
 
     @contextmanager
-    def _in_database(self, prefix: tuple[str, ...]) -> Iterator[_Read]:
+    def _in_database(self, prefix: tuple[str, ...], scoring: _Scoring) -> Iterator[_Read]:
         """One snapshot of the database: the rows read whole, the connection to score the rest.
 
-        A namespace with fewer than ``SCORED_FROM`` rows to score is read whole
-        in one statement (its own snapshot): one round trip. A larger one is
-        read again in a REPEATABLE READ transaction that the scoring shares.
+        A namespace with fewer than ``SCORED_FROM`` rows to score is read and
+        scored for ``scoring`` in one statement (its own snapshot): one round
+        trip. A larger one is read again in a REPEATABLE READ transaction that
+        the scoring shares.
         With a standby that may answer (``_standby.StandbyReads.snapshot``),
         both run in the standby's snapshot instead.
         """
@@ -1338,9 +1347,11 @@ class PoolSplitStore(BaseStore):
                        else stack.enter_context(self._standby.snapshot(prefix)))
             conn = None if standby is None else standby.conn
             with self._reading(prefix):
-                small = _pgengine.read_if_small(self.store, prefix, conn)
+                small = _pgengine.read_if_small(self.store, prefix, conn, scoring)
             if small is not None:
-                yield self._snapshot(prefix, small if standby is None else standby.rows(small))
+                yield self._snapshot(prefix, small.items if standby is None
+                                     else standby.rows(small.items), engine="database",
+                                     carries=small.carries, scored=small.scored)
                 return
             with self._reading(prefix):
                 if conn is None:
@@ -1350,7 +1361,8 @@ class PoolSplitStore(BaseStore):
                                  engine="database", conn=conn, carries=carries)
 
     @asynccontextmanager
-    async def _ain_database(self, prefix: tuple[str, ...]) -> AsyncIterator[_Read]:
+    async def _ain_database(self, prefix: tuple[str, ...], scoring: _Scoring
+                            ) -> AsyncIterator[_Read]:
         """The async twin of :meth:`_in_database` (an ``AsyncPostgresStore``, in its loop).
 
         A large namespace's transaction holds one connection of the store for
@@ -1364,9 +1376,11 @@ class PoolSplitStore(BaseStore):
                        else await stack.enter_async_context(self._standby.asnapshot(prefix)))
             conn = None if standby is None else standby.conn
             with self._reading(prefix):
-                small = await _pgengine.aread_if_small(self.store, prefix, conn)
+                small = await _pgengine.aread_if_small(self.store, prefix, conn, scoring)
             if small is not None:
-                yield self._snapshot(prefix, small if standby is None else standby.rows(small))
+                yield self._snapshot(prefix, small.items if standby is None
+                                     else standby.rows(small.items), engine="database",
+                                     carries=small.carries, scored=small.scored)
                 return
             with self._reading(prefix):
                 if conn is None:
@@ -1380,7 +1394,8 @@ class PoolSplitStore(BaseStore):
     @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
                         max_always_tokens: Any, filter: Any, bound: str | None,
-                        whole: bool = False) -> AsyncIterator[_Call]:
+                        whole: bool = False, scoring: _Scoring = (None, None)
+                        ) -> AsyncIterator[_Call]:
         """The async twin of :meth:`_calling`, for a database store (read in the event loop)."""
         prefix = _check_namespace(namespace)
         with _naming(prefix):
@@ -1388,7 +1403,7 @@ class PoolSplitStore(BaseStore):
             limit = check_max_always_tokens(max_always_tokens)
             asked = self._asked(prefix, filter, bound)
             if not whole and await self._ascores_in_database(prefix):
-                async with self._ain_database(prefix) as scored:
+                async with self._ain_database(prefix, scoring) as scored:
                     yield self._bind(prefix, checked, limit, asked, bound, scored)
                 return
             read = self._snapshot(prefix, await self._aread_database(prefix))
@@ -1534,7 +1549,7 @@ class PoolSplitStore(BaseStore):
 
     def _snapshot(self, prefix: tuple[str, ...], items: list[SearchItem], *,
                   engine: str = "snapshot", conn: Any = None, carries: bool = False,
-                  fetch: Any = None) -> _Read:
+                  fetch: Any = None, scored: list[Any] | None = None) -> _Read:
         """A database read as the call's entries: every item, those with a problem held out.
 
         The verdict on an item (its entry, its problems) is kept while its
@@ -1572,7 +1587,8 @@ class PoolSplitStore(BaseStore):
         view = _Unindexed(PreparedStore(token_counter=self.token_counter,
                                         is_active=self.is_active), self.clock(),
                           users=frozenset(("(a row the database read)",)) if carries
-                          else frozenset(), engine=engine, conn=conn, fetch=fetch)
+                          else frozenset(), engine=engine, conn=conn, fetch=fetch,
+                          scored=scored)
         if getattr(items, "read_from", "primary") != "primary":  # a hot standby answered
             view = view._replace(read_from=items.read_from,  # type: ignore[attr-defined]
                                  replica_lag=items.replica_lag)  # type: ignore[attr-defined]

@@ -51,8 +51,10 @@ SYNC_BLOCKS = 8
 ASYNC_BLOCKS = 3
 CASES_PER_BLOCK = 460  # reads compared per block: 11 * 460 = 5,060 cases
 TOTAL_CASES = (SYNC_BLOCKS + ASYNC_BLOCKS) * CASES_PER_BLOCK
-# The same reads with the database scoring (PoolSplitStore.setup() installed),
-# on every namespace however small: 11 * 460 = 5,060 cases more.
+# The same reads with the database scoring (PoolSplitStore.setup() installed): two
+# blocks in three walk every namespace's pools page by page however small it is (one of
+# them a row at a time), the third scores each in the statement that reads it:
+# 11 * 460 = 5,060 cases more.
 DATABASE_BLOCKS = 11
 # ... and awaited over an AsyncPostgresStore (set up by asetup() or by the sync setup()).
 ASYNC_DATABASE_BLOCKS = 3
@@ -608,8 +610,10 @@ def test_the_database_scoring_answers_as_the_core_through_living_writes(block, b
 
     bare, other = bare_and_other
     PoolSplitStore(bare).setup()  # the readings table and its triggers (idempotent)
-    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
-    if block % 2:  # each group read a row, then 4, 16, ...: the bounds decide every step
+    if block % 3 != 2:  # the database walks every namespace's pools; else (all are small)
+        # it scores each namespace in the statement that reads it
+        monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    if block % 3 == 1:  # each group read a row, then 2, 4, ...: the bounds decide every step
         monkeypatch.setattr(_pgengine, "PAGE", 1)
         monkeypatch.setattr(_pgengine, "PAGE_MOST", 1)
     scored = []
@@ -650,8 +654,9 @@ def test_the_async_database_scoring_answers_as_the_core_through_living_writes(
     from poolsplit_integrations import _pgengine
 
     bare, other = bare_and_other
-    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)  # the database scores every namespace
-    if not block % 2:  # pages of one row, then 4, 16, ... (the sync blocks alternate too)
+    if block != 1:  # walked (block 1: each namespace scored as it is read)
+        monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    if block == 0:  # pages of one row, then 2, 4, ... (the sync blocks vary the same way)
         monkeypatch.setattr(_pgengine, "PAGE", 1)
         monkeypatch.setattr(_pgengine, "PAGE_MOST", 1)
     scored = []
