@@ -25,8 +25,9 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import count, repeat
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from itertools import chain, count, filterfalse, islice, repeat
+from operator import attrgetter
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -78,6 +79,9 @@ class NumpyEngine:
 # postings of a row never change either. Dead rows are dropped by a
 # compaction once they outnumber the living ones.
 _FIRST_CAPACITY = 64
+_FIRST_ROWS = 1024  # rows whose items a build reads in one step (see _Postings.build)
+# A row's facts, read in C (a build reads every row's).
+_BASE, _CREATED, _TAGS = attrgetter("base"), attrgetter("created_us"), attrgetter("tags")
 _EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 is exact
 
 
@@ -97,26 +101,36 @@ class _Postings:
         self.added: dict[int, array[int]] = {}  # item id -> rows added since the build
 
     @classmethod
-    def build(cls, sets: Iterable[Iterable[str]], count_rows: int) -> _Postings:
+    def build(cls, sets: Iterable[Collection[str]], count_rows: int) -> _Postings:
         """The postings of ``sets`` (the items of row 0, row 1, ...) in one sorted block."""
-        ids: defaultdict[str, int] = defaultdict(count().__next__)
-        item_ids = array("i")
-        sizes = array("i")
-        for items in sets:  # each set is read and dropped: nothing per row is kept
-            before = len(item_ids)
-            item_ids.extend(map(ids.__getitem__, items))
-            sizes.append(len(item_ids) - before)
+        rows = iter(sets)  # each set is read and dropped: nothing per row is kept
+        # The first rows (all of a small partition's) in C-level steps: most of
+        # their items are new, and one update() files them faster than a lookup
+        # that misses once per new item. update() files each pair before zip
+        # reads the next, so an item that several rows hold is new once.
+        first = list(islice(rows, _FIRST_ROWS))
+        items = list(chain.from_iterable(first))
+        ids: dict[str, int] = {}
+        ids.update(zip(filterfalse(ids.__contains__, items), count()))
+        item_ids = array("i", map(ids.__getitem__, items))
+        sizes = array("i", map(len, first))
+        if len(first) == _FIRST_ROWS:  # the rest, row by row: most of their items are known
+            known: defaultdict[str, int] = defaultdict(count(len(ids)).__next__, ids)
+            for row_items in rows:
+                before = len(item_ids)
+                item_ids.extend(map(known.__getitem__, row_items))
+                sizes.append(len(item_ids) - before)
+            ids = dict(known)
         if len(sizes) != count_rows:
             raise RuntimeError("postings built from another number of rows")  # pragma: no cover
         keys = np.frombuffer(item_ids, dtype=np.int32).astype(np.int64) << 32
         keys |= np.repeat(np.arange(count_rows, dtype=np.int64),
                           np.frombuffer(sizes, dtype=np.int32))
         keys.sort()  # by item, then row: each item's rows ascending
-        rows = (keys & 0xFFFFFFFF).astype(np.int32)
-        per_item = np.bincount(keys >> 32, minlength=len(ids)) if len(ids) else np.zeros(0, int)
+        rows_of = (keys & 0xFFFFFFFF).astype(np.int32)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(per_item, out=offsets[1:])
-        return cls(dict(ids), offsets, rows)
+        np.cumsum(np.bincount(keys >> 32, minlength=len(ids)), out=offsets[1:])
+        return cls(ids, offsets, rows_of)
 
     def add(self, row: int, items: Iterable[str]) -> None:
         ids, added = self.ids, self.added
@@ -173,12 +187,10 @@ class _Columns:
         if columns is None:
             columns = {name: np.zeros(0, dtype) for name, dtype in self.DTYPES.items()}
         self.length = len(columns["base"])
-        capacity = max(_FIRST_CAPACITY, self.length)
-        self.data: dict[str, np.ndarray] = {}
-        for name, dtype in self.DTYPES.items():
-            column: np.ndarray = np.zeros(capacity, dtype)
-            column[:self.length] = columns[name]
-            self.data[name] = column
+        # The given columns are the capacity: the first append grows them (a
+        # build of a small partition copies nothing).
+        self.data: dict[str, np.ndarray] = {
+            name: np.asarray(columns[name], dtype) for name, dtype in self.DTYPES.items()}
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.data[name][:self.length]
@@ -187,7 +199,7 @@ class _Columns:
         row = self.length
         if row == len(self.data["base"]):
             for name, column in self.data.items():
-                grown = np.zeros(2 * len(column), column.dtype)
+                grown = np.zeros(max(_FIRST_CAPACITY, 2 * len(column)), column.dtype)
                 grown[:row] = column
                 self.data[name] = grown
         for name, value in values.items():
@@ -263,14 +275,14 @@ class VectorIndex(prepared._Index):
         for row, i in enumerate(positions):
             self.row_of[i] = row
         chosen = [facts[i] for i in positions]
-        created = [f.created_us for f in chosen]
+        created = list(map(_CREATED, chosen))
         dated = [c is not None for c in created]
         keys = sorted((*f.sort_key, i) for f, i in zip(chosen, positions))
         rank = np.empty(n, np.int64)
         rank[[self.row_of[key[2]] for key in keys]] = np.arange(n)
         type_code, project_code = self.type_codes.setdefault, self.project_codes.setdefault
         columns = {
-            "base": np.fromiter((f.base for f in chosen), np.float64, n),
+            "base": np.fromiter(map(_BASE, chosen), np.float64, n),
             "created": np.fromiter((0 if c is None else c for c in created), np.int64, n),
             "dated": np.fromiter(dated, np.bool_, n),
             "type": np.fromiter((type_code(f.type, len(self.type_codes)) for f in chosen),
@@ -278,8 +290,8 @@ class VectorIndex(prepared._Index):
             "project": np.fromiter(
                 (project_code(_group(f)[2], len(self.project_codes)) for f in chosen),
                 np.int32, n),
-            "cost": np.fromiter((f.cost for f in chosen), np.int64, n),
-            "tags": np.fromiter((len(f.tags) for f in chosen), np.int32, n),
+            "cost": np.fromiter(map(prepared._COST, chosen), np.int64, n),
+            "tags": np.fromiter(map(len, map(_TAGS, chosen)), np.int32, n),
             "alive": np.ones(n, np.bool_),
             "position": np.array(positions, np.int64),
             "rank": rank,
@@ -294,7 +306,7 @@ class VectorIndex(prepared._Index):
         texts = [core._content(entries[i]) for i in positions]
         reader = self.words
         if reader is None:
-            sets: Iterable[Iterable[str]] = core._word_sets(texts)
+            sets: Iterable[Collection[str]] = core._word_sets(texts)
         else:
             sets = (prepared._entry_words(reader, text, entries[i], i)
                     for text, i in zip(texts, positions))

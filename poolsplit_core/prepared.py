@@ -69,7 +69,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from itertools import accumulate, chain, filterfalse, groupby
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from types import MappingProxyType
 from typing import (
     TYPE_CHECKING,
@@ -306,22 +306,28 @@ class PreparedStore:
                                          self.is_active, None, self.words)
             part.index.build(list(listed))
         else:
-            members: Dict[Any, List[Mapping[str, Any]]] = {}
+            members: Dict[Any, List[int]] = {}  # partition value -> its slots
             for slot, entry in enumerate(listed):
-                value = _partition_of(entry, key, slot)
-                if value not in parts:
-                    parts[value] = _Part(self._engine.index, self.token_counter, self.is_active,
-                                         _positions(), self.words)
-                    members[value] = []
-                cast(MutableSequence[int], parts[value].slots).append(slot)
-                members[value].append(entry)
-            for value, part in parts.items():
-                part.index.build(members[value])
+                value = entry.get(key, _MISSING)
+                try:
+                    group = members.get(value)
+                except TypeError:  # unhashable: refused, naming the entry
+                    _partition_of(entry, key, slot)
+                    raise
+                if group is None:
+                    group = members[value] = []
+                group.append(slot)
+            for value, slots in members.items():
+                part = parts[value] = _Part(self._engine.index, self.token_counter,
+                                            self.is_active, _positions(slots), self.words)
+                part.index.build(list(map(listed.__getitem__, slots)))
         gaps: List[int] = []
-        by_id: Dict[Any, int] = {}
         shared_ids: Dict[Any, List[int]] = {}
-        for slot, entry in enumerate(listed):
-            _file_id(by_id, shared_ids, entry.get("id"), slot)
+        by_id = _unique_ids(listed)
+        if by_id is None:  # some id is missing, unhashable or held twice: one by one
+            by_id = {}
+            for slot, entry in enumerate(listed):
+                _file_id(by_id, shared_ids, entry.get("id"), slot)
         views: Dict[str, _View] = {}  # every view is made again when next queried
         with self._lock:
             self._slots, self._gaps, self._parts = listed, gaps, parts
@@ -1762,6 +1768,22 @@ def _partition_of(entry: Mapping[str, Any], key: str, slot: int) -> Any:
         raise TypeError(f"{_label(entry, slot)}: partition key {key!r} must be hashable,"
                         f" got {value!r}")
     return value
+
+
+def _unique_ids(entries: Sequence[Mapping[str, Any]]) -> Optional[Dict[Any, int]]:
+    """Each id -> its slot, in one C-level step, when every entry holds its own hashable id.
+
+    None otherwise (as when an id is None or shared): :func:`_file_id` then
+    files them one at a time.
+    """
+    try:
+        by_id = dict(zip(map(_GET_ID, entries), range(len(entries))))
+    except TypeError:  # an unhashable id
+        return None
+    return by_id if len(by_id) == len(entries) and None not in by_id else None
+
+
+_GET_ID = methodcaller("get", "id")
 
 
 def _file_id(by_id: Dict[Any, int], shared: Dict[Any, List[int]], entry_id: Any,
