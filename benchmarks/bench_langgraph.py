@@ -389,8 +389,8 @@ def run(uri: str, args: argparse.Namespace) -> dict[str, Any]:
             result["big"][str(n)]["read_whole"] = big_reads(
                 whole, big_ns(n), max(5, args.big_reads // 3), rng, check,
                 f"{n:,}-memory, read whole")
-            whole = [timed(bare.search, big_ns(n), limit=n)[0] for _ in range(FLOOR_READS)]
-            result["big"][str(n)]["search_whole"] = summary(whole)
+            floor = [timed(bare.search, big_ns(n), limit=n)[0] for _ in range(FLOOR_READS)]
+            result["big"][str(n)]["search_whole"] = summary(floor)
         print("timing puts ...", flush=True)
         result["put"] = puts(store, bare, args.users, args.puts, rng)
         print("checking freshness ...", flush=True)

@@ -66,7 +66,7 @@ SCORED_FROM = 1000
 _FILE = "poolsplit_v1_entries.sql"
 #: Rows of a group's first page for a pool (at least twice the entries the pool has room
 #: for, at most PAGE_MOST), and the fewest store rows read at once for the rows it hands on.
-PAGE = 8
+PAGE = 16
 PAGE_MOST = 256
 
 
@@ -239,10 +239,21 @@ def held(store: Any) -> Iterator[Any]:
 
 @contextmanager
 def read_only(conn: Any) -> Iterator[Any]:
-    """A REPEATABLE READ, READ ONLY transaction on ``conn`` (its first statement: the snapshot)."""
+    """A REPEATABLE READ, READ ONLY transaction on ``conn`` (its first statement: the snapshot).
+
+    Its statements run on generic plans (:data:`_GENERIC`).
+    """
     with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn.execute(_READ_ONLY, prepare=False)
         yield conn
+
+
+#: Plan this transaction's (or pipeline's) statements once per connection: each of the
+#: reads' statements takes about a millisecond to plan for its parameters, longer than
+#: it runs, and none needs its parameters' values to find a good plan.
+_GENERIC = "SET LOCAL plan_cache_mode = force_generic_plan"
+# (two statements without parameters: one round trip)
+_READ_ONLY = f"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; {_GENERIC}"
 
 
 @asynccontextmanager
@@ -265,7 +276,7 @@ async def aheld(store: Any) -> AsyncIterator[Any]:
 async def aread_only(conn: Any) -> AsyncIterator[Any]:
     """The async twin of :func:`read_only`."""
     async with conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        await conn.execute(_READ_ONLY, prepare=False)
         yield conn
 
 
@@ -297,22 +308,22 @@ _Statement = tuple[str, tuple[Any, ...]]
 def _rows_statement(store: Any, prefix: Sequence[str]) -> _Statement:
     """:func:`read_rows`'s statement: the flag's row, joined to the rows read whole."""
     own = ".".join(prefix)
-    deeper = _lg._namespace_prefix_condition(tuple(prefix))[1][1]
     expiry = _expiry(store, "store")
     item = "store.prefix, store.key, store.value, store.created_at, store.updated_at"
     return (
         "WITH flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e"
         " WHERE e.prefix = %s AND e.carries_user IS NOT FALSE)"
-        " OR EXISTS (SELECT 1 FROM store WHERE store.prefix LIKE %s ESCAPE '\\'"
+        " OR EXISTS (SELECT 1 FROM store WHERE store.prefix ~>=~ %s AND store.prefix ~<~ %s"
         " AND poolsplit_v1.carries_user(store.value)) AS users),"
         f" whole AS (SELECT {item} FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL"
         " (SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1)"
         " AS store"
         f" WHERE e.prefix = %s AND (NOT e.regular OR e.always) {expiry}"
-        f" UNION ALL SELECT {item} FROM store WHERE store.prefix LIKE %s ESCAPE '\\' {expiry})"
+        f" UNION ALL SELECT {item} FROM store"
+        f" WHERE store.prefix ~>=~ %s AND store.prefix ~<~ %s {expiry})"
         " SELECT whole.*, NULL AS score, flag.users FROM flag LEFT JOIN whole ON true"
         ' ORDER BY whole.prefix COLLATE "C", whole.key COLLATE "C"',
-        (own, deeper, own, deeper))
+        (own, own + ".", own + "/", own, own + ".", own + "/"))
 
 
 def _rows_read(store: Any, rows: list[Any]) -> tuple[list[SearchItem], bool]:
@@ -344,7 +355,8 @@ def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
         cursor = conn.cursor(binary=True, row_factory=dict_row)
         return _small_read(store, prefix, cursor.execute(
             *_small_statement(store, prefix, conn, scoring)).fetchall())
-    with store._cursor(pipeline=True) as cursor:
+    with store._cursor(pipeline=True) as cursor:  # (one implicit transaction: SET LOCAL holds)
+        cursor.execute(_GENERIC)
         cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
         rows = cursor.fetchall()
     return _small_read(store, prefix, rows)
@@ -359,6 +371,7 @@ async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
         await cursor.execute(*_small_statement(store, prefix, conn, scoring))
         return _small_read(store, prefix, await cursor.fetchall())
     async with store._cursor(pipeline=True) as cursor:
+        await cursor.execute(_GENERIC)
         await cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
         rows = await cursor.fetchall()
     return _small_read(store, prefix, rows)
@@ -370,8 +383,10 @@ def _small_statement(store: Any, prefix: Sequence[str], conn: Any,
     own = ".".join(prefix)
     call = core._Call([], scoring[0], core.default_scorer, core.default_token_counter,
                       core.default_is_active, scoring[1])
-    params = {"prefix": own, "deeper": _lg._namespace_prefix_condition(tuple(prefix))[1][1],
-              "most": SCORED_FROM, **score_params(conn, call)}
+    # a deeper namespace's prefix starts with own + "." (byte order: up to own + "/"),
+    # a range the store's text_pattern_ops index serves in a generic plan too
+    params = {"prefix": own, "below": own + ".", "after": own + "/", "most": SCORED_FROM,
+              **score_params(conn, call)}
     return _SMALL.format(expiry=_expiry(store, "store"), score=_SCORE), params
 
 
@@ -382,7 +397,8 @@ WITH counted AS (SELECT pg_catalog.count(*) AS n FROM (
        AND NOT always ORDER BY prefix, etype, base LIMIT %(most)s) AS c),
      flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e
                              WHERE e.prefix = %(prefix)s AND e.carries_user IS NOT FALSE)
-                  OR EXISTS (SELECT 1 FROM store WHERE store.prefix LIKE %(deeper)s ESCAPE '\\'
+                  OR EXISTS (SELECT 1 FROM store WHERE store.prefix ~>=~ %(below)s
+                             AND store.prefix ~<~ %(after)s
                              AND poolsplit_v1.carries_user(store.value)) AS users)
 SELECT counted.n, flag.users, r.* FROM counted CROSS JOIN flag LEFT JOIN LATERAL (
   SELECT * FROM (
@@ -396,14 +412,14 @@ SELECT counted.n, flag.users, r.* FROM counted CROSS JOIN flag LEFT JOIN LATERAL
     UNION ALL
     SELECT false, store.prefix, store.key, store.value, NULL, store.created_at,
            store.updated_at, NULL, NULL, NULL, NULL, NULL
-    FROM store WHERE store.prefix LIKE %(deeper)s ESCAPE '\\' {expiry}
+    FROM store WHERE store.prefix ~>=~ %(below)s AND store.prefix ~<~ %(after)s {expiry}
     UNION ALL
     SELECT true, store.prefix, e.key, NULL, pg_catalog.convert_to(store.value::text, 'UTF8'),
-           store.created_at, store.updated_at, {score}, e.etype, e.cost,
+           store.created_at, store.updated_at, {score}, e.created_text, e.etype, e.cost,
            e.updated_at
-    FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL (
-      SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1) AS store
-    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always {expiry}
+    FROM poolsplit_v1.entry AS e JOIN store ON store.key = e.key
+    WHERE e.prefix = %(prefix)s AND store.prefix = %(prefix)s
+      AND e.regular AND e.active AND NOT e.always {expiry}
   ) AS u WHERE counted.n < %(most)s OFFSET 0) AS r ON true
 ORDER BY r.scored, r.prefix COLLATE "C", r.key COLLATE "C"
 """
@@ -420,6 +436,7 @@ def _small_read(store: Any, prefix: Sequence[str], rows: list[Any]) -> SmallRead
                 raise StaleReadings(f"the reading of {row['key']!r} under {'.'.join(prefix)!r}"
                                     " is not its row's; run the store's setup() again")
             row["value"] = row["text"]  # (parsed by the store's loader if a pool takes it)
+            row["created_text"] = _sort_created(row)
             scored.append(row)
         elif row["key"] is not None:
             whole.append(row)
@@ -437,9 +454,9 @@ def _live(store: Any) -> str:
             if store._omit_expired else "true")
 
 
-# A row's score and sort text: the core's default score with the core's float operations
-# in the core's order (the message words, their factors and the context's tags are the
-# core's query's: :func:`score_params`), and its created as the sort key's text.
+# A row's score: the core's default score with the core's float operations in the core's
+# order (the message words, their factors and the context's tags are the core's query's:
+# :func:`score_params`). (Its created as sort text: :func:`_sort_created`.)
 _SCORE = """e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
       * CASE WHEN pg_catalog.cardinality(e.tags) = 0
                OR pg_catalog.cardinality(%(tags)s::text[]) = 0 THEN 1.0::float8
@@ -458,41 +475,43 @@ _SCORE = """e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
                  - pg_catalog.length(pg_catalog.ts_delete(%(word_set)s::tsvector, e.words))
             ELSE pg_catalog.cardinality(ARRAY(
                    SELECT pg_catalog.unnest(e.words)
-                   INTERSECT SELECT pg_catalog.unnest(%(words)s::text[]))) END] AS score,
-    coalesce(e.created_text, poolsplit_v1.iso_text(e.created_at, %(zone)s), '')
-      AS created_text"""
+                   INTERSECT SELECT pg_catalog.unnest(%(words)s::text[]))) END] AS score"""
 
 
-# The (type, base priority) groups of a namespace's contextual rows, one index probe
-# each (a loose scan of entry_walk), in (type, base) order.
+# The (type, base priority, tagged) groups of a namespace's contextual rows, one index
+# probe each (a loose scan of entry_walk), in that order.
 _GROUPS = """
 WITH RECURSIVE g AS (
-  (SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+  (SELECT e.etype, e.base, pg_catalog.cardinality(e.tags) > 0 AS tagged
+   FROM poolsplit_v1.entry AS e
    WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-   ORDER BY e.etype, e.base LIMIT 1)
+   ORDER BY e.etype, e.base, pg_catalog.cardinality(e.tags) > 0 LIMIT 1)
   UNION ALL
-  SELECT n.etype, n.base FROM g CROSS JOIN LATERAL (
-    SELECT e.etype, e.base FROM poolsplit_v1.entry AS e
+  SELECT n.etype, n.base, n.tagged FROM g CROSS JOIN LATERAL (
+    SELECT e.etype, e.base, pg_catalog.cardinality(e.tags) > 0 AS tagged
+    FROM poolsplit_v1.entry AS e
     WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-      AND (e.etype, e.base) > (g.etype, g.base)
-    ORDER BY e.etype, e.base LIMIT 1) AS n)
-SELECT etype, base FROM g
+      AND (e.etype, e.base, pg_catalog.cardinality(e.tags) > 0) > (g.etype, g.base, g.tagged)
+    ORDER BY e.etype, e.base, pg_catalog.cardinality(e.tags) > 0 LIMIT 1) AS n)
+SELECT etype, base, tagged FROM g
 """
 
 # The next rows of some groups, each group newest first after its cursor (entry_walk's
 # order), scored. (A row's store row is read only when a pool hands it on: _VALUES.)
 _PAGE = f"""
-SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.updated_at AS read_at
+SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.created_at,
+       r.updated_at AS read_at
 FROM ROWS FROM (pg_catalog.unnest(%(etypes)s::text[]), pg_catalog.unnest(%(bases)s::float8[]),
-               pg_catalog.unnest(%(after)s::int8[]), pg_catalog.unnest(%(after_keys)s::text[]),
-               pg_catalog.unnest(%(until)s::int8[]), pg_catalog.unnest(%(limits)s::int4[]))
-     WITH ORDINALITY AS g(etype, base, after, after_key, until, lim, n)
+               pg_catalog.unnest(%(tagged)s::bool[]), pg_catalog.unnest(%(after)s::int8[]),
+               pg_catalog.unnest(%(after_keys)s::text[]), pg_catalog.unnest(%(until)s::int8[]),
+               pg_catalog.unnest(%(limits)s::int4[]))
+     WITH ORDINALITY AS g(etype, base, tagged, after, after_key, until, lim, n)
 CROSS JOIN LATERAL (
   SELECT e.key, e.cost, e.updated_at, -coalesce(e.created_us, 9223372036854775807) AS walk,
-         {_SCORE}
+         {_SCORE}, e.created_text, e.created_at
   FROM poolsplit_v1.entry AS e
   WHERE e.prefix = %(prefix)s AND e.regular AND e.active AND NOT e.always
-    AND e.etype = g.etype AND e.base = g.base
+    AND e.etype = g.etype AND e.base = g.base AND (pg_catalog.cardinality(e.tags) > 0) = g.tagged
     AND (-coalesce(e.created_us, 9223372036854775807), e.key) > (g.after, g.after_key)
     AND -coalesce(e.created_us, 9223372036854775807) <= g.until
     AND e.cost <= %(tokens)s
@@ -510,50 +529,49 @@ FROM store WHERE store.prefix = %(prefix)s AND store.key = ANY (%(keys)s::text[]
 #: A group's cursor before its first row (every row's walk key is above it), and the
 #: cut that reads a group to its end. A row's walk key is -created_us (undated: -_END).
 _BEFORE, _END = -(1 << 63), (1 << 63) - 1
-_ALL = (1 << 31) - 1  # LIMIT of a page cut by time only
 
 
 class _Group:
-    """One (type, base) group of a pool's rows, read newest first a page at a time.
+    """One (type, base, tagged) group of a pool's rows, read newest first a page at a time.
 
     ``bound``: no unread row of the group scores above it -- the group's base,
     the recency of the newest unread row at most, every context factor at
-    its ceiling, multiplied in the core's order (IEEE rounding is monotone,
-    so the product of the ceilings bounds the product of the factors).
+    its ceiling (the tag factor's is 1 for a group without tags), multiplied
+    in the core's order (IEEE rounding is monotone, so the product of the
+    ceilings bounds the product of the factors).
     """
 
-    __slots__ = ("after", "after_key", "base", "bound", "done", "etype", "limit")
+    __slots__ = ("after", "after_key", "base", "bound", "ceilings", "done", "etype", "limit",
+                 "tagged")
 
-    def __init__(self, etype: str, base: float, ceilings: tuple[float, float, float],
-                 limit: int) -> None:
-        self.etype, self.base, self.limit = etype, base, limit
+    def __init__(self, etype: str, base: float, tagged: bool,
+                 ceilings: tuple[float, float, float], limit: int) -> None:
+        self.etype, self.base, self.tagged, self.limit = etype, base, tagged, limit
+        self.ceilings = ceilings  # (tags, project, message)
         self.after, self.after_key, self.done = _BEFORE, "", False  # the last row read
         # a base that is not positive gives scores of at most 0 whatever the recency
         self.bound = core._score(base, 1.0, *ceilings) if base > 0 else 0.0
 
-    def cut(self, target: float | None, now_us: int, ceilings: tuple[float, float, float]
-            ) -> tuple[int, int]:
-        """``(until, limit)`` of this group's next page, to bring its bound below ``target``.
+    def cut(self, target: float | None, now_us: int) -> tuple[int, int]:
+        """``(until, limit)`` of this group's next page: its next ``limit`` rows, up to ``until``.
 
-        With a target (the score the pool's rows held must beat): every row
-        recent enough that its recency could still reach the target, read at
-        once (the recency solved for, a second of margin: the bound of what is
-        left is then computed from what was read). Without one, or when even the
-        recency floor could reach it: the next ``limit`` rows, each page twice
-        the last.
+        Each page is four times the last. With a target (the score the rows the
+        pool holds must beat), the page also stops at the rows too old for
+        their recency to reach it (the recency solved for, a second of margin;
+        the bound of what is left is then computed from what was read): a page
+        that finds better rows raises the target, and the next cut comes sooner.
         """
+        limit, self.limit = self.limit, self.limit * 4
         if target is not None and self.base > 0:
-            least = target / core._score(self.base, 1.0, *ceilings)  # the recency to get under
+            least = target / core._score(self.base, 1.0, *self.ceilings)  # recency to get under
             if least > core._RECENCY_FLOOR:
                 age_days = (1.0 - least) * 90 / 0.7
                 until = -int(now_us - age_days * core._DAY_SECONDS * 1e6 - 1e6)
                 if until > self.after:  # (else the cursor is past it: page on)
-                    return until, _ALL
-        limit, self.limit = self.limit, self.limit * 2
+                    return until, limit
         return _END, limit
 
-    def read(self, rows: list[Any], until: int, limit: int, now_us: int,
-             ceilings: tuple[float, float, float]) -> None:
+    def read(self, rows: list[Any], until: int, limit: int, now_us: int) -> None:
         """Move past ``rows``, the page this group read (up to ``until``, ``limit`` rows)."""
         if rows:
             self.after, self.after_key = rows[-1]["walk"], rows[-1]["key"]
@@ -565,7 +583,7 @@ class _Group:
         else:
             seen = self.after
         if self.base > 0:  # (unread rows are no newer than `seen`: -seen is a created_us)
-            self.bound = core._score(self.base, core._recency(-seen, now_us), *ceilings)
+            self.bound = core._score(self.base, core._recency(-seen, now_us), *self.ceilings)
 
 
 class DatabaseEngine:
@@ -590,6 +608,7 @@ class DatabaseEngine:
         self.conn, self.store, self.prefix = conn, store, tuple(prefix)
         self.fetch: Fetch = fetch if fetch is not None else _cursor_pages(conn)
         self.scored = scored  # a small namespace's rows, every one scored (no pages to read)
+        self.ranked = False  # ... whether sorted yet, in the spec's order
         self.own = ".".join(prefix)
         self.items: list[Any] = list(items)
         self._entries: list[Mapping[str, Any]] = list(entries)
@@ -600,7 +619,7 @@ class DatabaseEngine:
         self.costs: dict[int, int] = {}
         self.by_key: dict[str, int] = {}  # a row the database scored: its position
         self.statement, self.values = _PAGE, _VALUES.format(live=_live(store))
-        self.groups: list[tuple[str, float]] | None = None  # read when a pool first needs them
+        self.groups: list[tuple[str, float, bool]] | None = None  # read when first needed
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
@@ -647,11 +666,12 @@ class DatabaseEngine:
                     max(query.message_factors))
         params = {"prefix": self.own, **score_params(self.conn, self.call)}
         if self.groups is None:
-            self.groups = [(row["etype"], row["base"])
+            self.groups = [(row["etype"], row["base"], row["tagged"])
                            for row in self.fetch(_GROUPS, {"prefix": self.own})]
         first = min(max(PAGE, 2 * room.entries), PAGE_MOST)
-        groups = [_Group(etype, base, ceilings, first) for etype, base in self.groups
-                  if pool.accepts(etype)]
+        untagged = (1.0, *ceilings[1:])  # (an untagged row's tag factor is 1)
+        groups = [_Group(etype, base, tagged, ceilings if tagged else untagged, first)
+                  for etype, base, tagged in self.groups if pool.accepts(etype)]
         held: list[tuple[float, str, str, Any]] = []  # (-score, created, key, row)
         while True:
             bound = max((g.bound for g in groups if not g.done), default=None)
@@ -676,26 +696,32 @@ class DatabaseEngine:
             target = -heapq.nsmallest(slots, held)[-1][0] if len(held) >= slots else None
             least = target if target is not None else (-held[0][0] if held else -math.inf)
             reading = [g for g in groups if not g.done and g.bound >= least]
-            cuts = [g.cut(target, self.call.now_us, ceilings) for g in reading]
+            cuts = [g.cut(target, self.call.now_us) for g in reading]
             params.update(
                 etypes=[g.etype for g in reading], bases=[g.base for g in reading],
+                tagged=[g.tagged for g in reading],
                 after=[g.after for g in reading], after_keys=[g.after_key for g in reading],
                 until=[c[0] for c in cuts], limits=[c[1] for c in cuts], tokens=room.tokens)
             pages: list[list[Any]] = [[] for _ in reading]
             for row in self.fetch(self.statement, params):
+                row["created_text"] = _sort_created(row)
                 pages[row["grp"] - 1].append(row)
                 if not self._taken(row["key"], taken):  # (an earlier pool loaded it)
                     heapq.heappush(held, (-row["score"], row["created_text"], row["key"], row))
             for group, page, (until, limit) in zip(reading, pages, cuts):
-                group.read(page, until, limit, self.call.now_us, ceilings)
+                group.read(page, until, limit, self.call.now_us)
 
     def _ranked(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                 ) -> Iterator[tuple[Any, ...]]:
-        """A small namespace's scored rows of the pool, sorted (:func:`read_if_small` read them)."""
-        rows = sorted((row for row in cast(list[Any], self.scored)
-                       if pool.accepts(row["etype"]) and row["cost"] <= room.tokens
-                       and not self._taken(row["key"], taken)), key=_rank)
+        """A small namespace's scored rows of the pool, in order (read by :func:`read_if_small`)."""
+        rows = cast(list[Any], self.scored)
+        if not self.ranked:
+            rows.sort(key=_rank)
+            self.ranked = True
+        tokens = room.tokens
         for row in rows:
+            if not pool.accepts(row["etype"]) or row["cost"] > tokens:
+                continue
             i = self._position(row)
             if i is None or id(self._entries[i]) in taken:
                 continue
@@ -743,9 +769,6 @@ class DatabaseEngine:
 def score_params(conn: Any, call: core._Call) -> dict[str, Any]:
     """What :data:`_SCORE` reads: ``call``'s query and ``now``, for rows read on ``conn``."""
     query = call.query
-    # The zone psycopg reads timestamps in (a created taken from created_at is that
-    # datetime's isoformat): the connection's, or UTC when Python lacks it.
-    zone = getattr(conn.info.timezone, "key", None)
     # The message's words as a tsvector, to count a row's shared words in one step;
     # None (counted by set intersection) when one is too long for a lexeme.
     words = query.words
@@ -754,7 +777,21 @@ def score_params(conn: Any, call: core._Call) -> dict[str, Any]:
     return {"now_us": call.now_us, "tags": sorted(query.tags),
             "project": query.project if isinstance(query.project, str) else None,
             "factors": list(query.message_factors), "words": sorted(words),
-            "zone": zone if isinstance(zone, str) else "UTC", "word_set": word_set}
+            "word_set": word_set}
+
+
+def _sort_created(row: Any) -> str:
+    """A scored row's created as the spec's sort text (the core's ``_sort_text``).
+
+    The value's own ``created`` string when it has one, else the row's
+    ``created_at`` as the entry holds it: the datetime psycopg read, in the
+    connection's time zone, written by ``isoformat()``.
+    """
+    text = row["created_text"]
+    if text is not None:
+        return cast(str, text)
+    created_at = row["created_at"]
+    return "" if created_at is None else cast(str, created_at.isoformat())
 
 
 def _rank(row: Any) -> tuple[float, str, str]:

@@ -1584,8 +1584,9 @@ class PoolSplitStore(BaseStore):
             else:
                 live_items.append(item)
                 live.append(entry)
-        view = _Unindexed(PreparedStore(token_counter=self.token_counter,
-                                        is_active=self.is_active), self.clock(),
+        view = _Unindexed(PreparedStore(token_counter=self.token_counter,  # (empty: no index
+                                        is_active=self.is_active, engine="python"),  # to build)
+                          self.clock(),
                           users=frozenset(("(a row the database read)",)) if carries
                           else frozenset(), engine=engine, conn=conn, fetch=fetch,
                           scored=scored)

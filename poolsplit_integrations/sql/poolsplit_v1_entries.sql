@@ -51,12 +51,14 @@ CREATE TABLE IF NOT EXISTS poolsplit_v1.kept (
     repaired_at timestamptz NOT NULL
 );
 
--- The contextual rows of a namespace, by type and base priority, newest first (an
--- undated row counts as newest): a pool reads each (type, base) group in this order,
--- best first by its bound, and stops once no unread row can beat what it holds.
+-- The contextual rows of a namespace, by type, base priority and whether they have tags,
+-- newest first (an undated row counts as newest): a pool reads each such group in this
+-- order, best first by its bound, and stops once no unread row can beat what it holds.
+-- (An untagged row's tag factor is 1: its group's bound is that much tighter.)
 DROP INDEX IF EXISTS poolsplit_v1.entry_contextual;
 CREATE INDEX IF NOT EXISTS entry_walk ON poolsplit_v1.entry
-    (prefix, etype, base, (-coalesce(created_us, 9223372036854775807)), key)
+    (prefix, etype, base, (pg_catalog.cardinality(tags) > 0),
+     (-coalesce(created_us, 9223372036854775807)), key)
     WHERE regular AND active AND NOT always;
 -- The rows a read takes whole (corrections, values the functions do not read exactly)
 -- and the rows that carry a user: a few of a namespace, found without reading the rest.

@@ -219,3 +219,24 @@ def test_setup_upgrades_an_install_made_before_the_readings_knew_their_users(bar
     assert {"entry_walk", "entry_whole", "entry_users"} <= indexes
     assert "entry_contextual" not in indexes
     assert PoolSplitStore(bare)._scores_in_database()
+
+
+@pytest.mark.parametrize("page", [1, 16])
+def test_an_older_row_whose_tags_match_is_not_passed_over_by_fresher_ones(bare, monkeypatch, page):
+    """A group's bound carries the tag factor's ceiling: the old tagged row still comes first."""
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    monkeypatch.setattr(_pgengine, "PAGE", page)
+    ops = [PutOp(NS, f"t{i:02}", {"content": "a fresh task", "type": "task", "tags": ["ops"],
+                                  "created": (NOW - timedelta(hours=i)).isoformat()})
+           for i in range(40)]  # tagged, but not with the context's tag: factor 1
+    ops.append(PutOp(NS, "plain", {"content": "a fresh untagged task", "type": "task",
+                                   "created": NOW.isoformat()}))
+    ops.append(PutOp(NS, "old", {"content": "an old task", "type": "task", "tags": ["db"],
+                                 "created": (NOW - timedelta(days=30)).isoformat()}))
+    bare.batch(ops)
+    pools = [Pool("one", 10**6, 1, ("task",)), Pool("two", 10**6, 2, ("task",))]
+    context = {"tags": ["db"]}
+    want = {name: [e["id"] for e in got] for name, got in retrieve_pools(
+        expected(bare, context)[1], pools, context, now=NOW, always_pool=True).items()}
+    got = keys(PoolSplitStore(bare).retrieve_pools(NS, pools, context, now=NOW))
+    assert got == want and got["one"] == ["old"] and got["two"][0] == "plain"
