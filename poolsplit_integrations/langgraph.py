@@ -1242,11 +1242,20 @@ class PoolSplitStore(BaseStore):
                           call.bound, tried)
         return call, run(call)
 
+    def _check_alone(self, entry: Mapping[str, Any]) -> None:
+        """Raise what the core raises for ``entry`` alone (TypeError, ValueError), if anything.
+
+        (A store of the one entry, on the stdlib engine: a numpy index of one
+        entry costs more to build and refuses the same entries.)
+        """
+        PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active,
+                      engine="python")
+
     def _refused(self, item: Item, entry: dict[str, Any], prefix: tuple[str, ...],
                  refused: dict[Any, _Skipped]) -> bool:
         """Whether the core refuses ``entry`` alone; if so it joins ``refused`` (and is logged)."""
         try:
-            PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
+            self._check_alone(entry)
         except (TypeError, ValueError) as exc:
             skipped = _Skipped(item, entry, (f"{_item_label(item)}: {exc}",))
             refused[entry["id"]] = skipped
@@ -1611,8 +1620,7 @@ class PoolSplitStore(BaseStore):
         problems = _strict_problems(entry, lambda: _item_label(item)) if self.strict else []
         if trial and not problems:
             try:
-                PreparedStore([entry], token_counter=self.token_counter,
-                              is_active=self.is_active)
+                self._check_alone(entry)
             except (TypeError, ValueError) as exc:
                 problems = [f"{_item_label(item)}: {exc}"]
         return entry, tuple(problems)
@@ -1820,7 +1828,7 @@ class PoolSplitStore(BaseStore):
                 return f"{where}: store item {tuple(namespace)!r} key {key!r}"
 
             try:
-                PreparedStore([entry], token_counter=self.token_counter, is_active=self.is_active)
+                self._check_alone(entry)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{label()}: {exc}") from exc
             if self.strict:
