@@ -4,17 +4,21 @@ Once :func:`setup_entries` has run on a database (``PoolSplitStore.setup()``
 runs it), each row of LangGraph's ``store`` table has its readings kept beside
 it in ``poolsplit_v1.entry`` (``sql/poolsplit_v1_entries.sql``: type, activity,
 cost, base priority, created, words, tags, project, computed by the functions
-of ``sql/poolsplit_v1.sql`` when the row is written). A pool-split read then
-runs in one REPEATABLE READ, READ ONLY transaction (one snapshot):
+of ``sql/poolsplit_v1.sql`` when the row is written), and setup has recorded
+them whole (:func:`repair_sql`, :func:`kept_sql`). A pool-split read then runs
+in one snapshot (one statement for a small namespace, :func:`read_if_small`;
+else one REPEATABLE READ, READ ONLY transaction):
 
 - the rows the readings cannot answer for -- corrections, items in deeper
-  namespaces, rows whose value the SQL functions do not read exactly, rows
-  whose readings are missing or older than the row -- are read whole, as the
-  store's ``search`` returns them, and go through the core's stateless engine;
+  namespaces, rows whose value the SQL functions do not read exactly -- are
+  read whole, as the store's ``search`` returns them, and go through the
+  core's stateless engine;
 - every other row is scored by the database (the default score, the core's
-  float operations in the core's order) and reaches the fill a page at a
-  time, best first (one statement per page and pool): rows the fill never
-  pulls never leave the server.
+  float operations in the core's order). Each pool walks its rows by (type,
+  base priority, tagged) group, newest first, a page at a time, and hands a
+  row on once no unread row can beat it (:class:`_Group`): rows no pool
+  needs are never read. A row's store row is read when it is handed on, and
+  checked against its reading (:class:`StaleReadings` otherwise).
 
 :class:`DatabaseEngine` merges the two streams in the spec's order and is a
 ``poolsplit_core.poolsplit.Engine``; the fill is the core's ``fill_pools``.
