@@ -306,28 +306,43 @@ async def aread_rows(conn: Any, store: Any, prefix: Sequence[str]
     return _rows_read(store, await cursor.fetchall())
 
 
-_Statement = tuple[str, tuple[Any, ...]]
-
-
-def _rows_statement(store: Any, prefix: Sequence[str]) -> _Statement:
+def _rows_statement(store: Any, prefix: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """:func:`read_rows`'s statement: the flag's row, joined to the rows read whole."""
+    return (f"WITH {_FLAG} SELECT whole.*, NULL AS score, flag.users FROM flag LEFT JOIN"
+            f" ({_WHOLE.format(expiry=_expiry(store), extra='')}) AS whole ON true"
+            ' ORDER BY whole.prefix COLLATE "C", whole.key COLLATE "C"',
+            _namespace_params(prefix))
+
+
+def _namespace_params(prefix: Sequence[str]) -> dict[str, Any]:
+    """The parameters :data:`_FLAG` and :data:`_WHOLE` read for ``prefix``.
+
+    A deeper namespace's prefix starts with own + "." (in byte order: up to
+    own + "/"), a range the store's text_pattern_ops index serves in a
+    generic plan too (a LIKE with a parameter does not).
+    """
     own = ".".join(prefix)
-    expiry = _expiry(store, "store")
-    item = "store.prefix, store.key, store.value, store.created_at, store.updated_at"
-    return (
-        "WITH flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e"
-        " WHERE e.prefix = %s AND e.carries_user IS NOT FALSE)"
-        " OR EXISTS (SELECT 1 FROM store WHERE store.prefix ~>=~ %s AND store.prefix ~<~ %s"
-        " AND poolsplit_v1.carries_user(store.value)) AS users),"
-        f" whole AS (SELECT {item} FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL"
-        " (SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1)"
-        " AS store"
-        f" WHERE e.prefix = %s AND (NOT e.regular OR e.always) {expiry}"
-        f" UNION ALL SELECT {item} FROM store"
-        f" WHERE store.prefix ~>=~ %s AND store.prefix ~<~ %s {expiry})"
-        " SELECT whole.*, NULL AS score, flag.users FROM flag LEFT JOIN whole ON true"
-        ' ORDER BY whole.prefix COLLATE "C", whole.key COLLATE "C"',
-        (own, own + ".", own + "/", own, own + ".", own + "/"))
+    return {"prefix": own, "below": own + ".", "after": own + "/"}
+
+
+# Whether some row under the prefix carries a user: one of the namespace's (entry_users)
+# or one in a deeper namespace.
+_FLAG = """flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e
+                             WHERE e.prefix = %(prefix)s AND e.carries_user IS NOT FALSE)
+                  OR EXISTS (SELECT 1 FROM store WHERE store.prefix ~>=~ %(below)s
+                             AND store.prefix ~<~ %(after)s
+                             AND poolsplit_v1.carries_user(store.value)) AS users)"""
+
+# The rows read whole: the namespace's corrections and odd rows (entry_whole; each store
+# row looked up by key) and every row in a deeper namespace; {extra}: more columns.
+_WHOLE = """
+    SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at{extra}
+    FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL (
+      SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1) AS store
+    WHERE e.prefix = %(prefix)s AND (NOT e.regular OR e.always) {expiry}
+    UNION ALL
+    SELECT store.prefix, store.key, store.value, store.created_at, store.updated_at{extra}
+    FROM store WHERE store.prefix ~>=~ %(below)s AND store.prefix ~<~ %(after)s {expiry}"""
 
 
 def _rows_read(store: Any, rows: list[Any]) -> tuple[list[SearchItem], bool]:
@@ -358,10 +373,10 @@ def read_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
     if conn is not None:
         cursor = conn.cursor(binary=True, row_factory=dict_row)
         return _small_read(store, prefix, cursor.execute(
-            *_small_statement(store, prefix, conn, scoring)).fetchall())
+            *_small_statement(store, prefix, scoring)).fetchall())
     with store._cursor(pipeline=True) as cursor:  # (one implicit transaction: SET LOCAL holds)
         cursor.execute(_GENERIC)
-        cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
+        cursor.execute(*_small_statement(store, prefix, scoring))
         rows = cursor.fetchall()
     return _small_read(store, prefix, rows)
 
@@ -372,26 +387,27 @@ async def aread_if_small(store: Any, prefix: Sequence[str], conn: Any = None,
     """The async twin of :func:`read_if_small` (an ``AsyncPostgresStore``, in its loop)."""
     if conn is not None:
         cursor = conn.cursor(binary=True, row_factory=dict_row)
-        await cursor.execute(*_small_statement(store, prefix, conn, scoring))
+        await cursor.execute(*_small_statement(store, prefix, scoring))
         return _small_read(store, prefix, await cursor.fetchall())
     async with store._cursor(pipeline=True) as cursor:
         await cursor.execute(_GENERIC)
-        await cursor.execute(*_small_statement(store, prefix, cursor.connection, scoring))
+        await cursor.execute(*_small_statement(store, prefix, scoring))
         rows = await cursor.fetchall()
     return _small_read(store, prefix, rows)
 
 
-def _small_statement(store: Any, prefix: Sequence[str], conn: Any,
+def _small_statement(store: Any, prefix: Sequence[str],
                      scoring: tuple[Mapping[str, Any] | None, datetime | None]
                      ) -> tuple[str, dict[str, Any]]:
-    own = ".".join(prefix)
     call = core._Call([], scoring[0], core.default_scorer, core.default_token_counter,
                       core.default_is_active, scoring[1])
-    # a deeper namespace's prefix starts with own + "." (byte order: up to own + "/"),
-    # a range the store's text_pattern_ops index serves in a generic plan too
-    params = {"prefix": own, "below": own + ".", "after": own + "/", "most": SCORED_FROM,
-              **score_params(conn, call)}
-    return _SMALL.format(expiry=_expiry(store, "store"), score=_SCORE), params
+    expiry = _expiry(store)
+    whole = _WHOLE.format(expiry=expiry, extra=(
+        ", false AS scored, NULL::bytea AS text, NULL::float8 AS score,"
+        " NULL::text AS created_text, NULL::text AS etype, NULL::int8 AS cost,"
+        " NULL::timestamptz AS read_at"))
+    statement = _SMALL.format(flag=_FLAG, whole=whole, expiry=expiry, score=_SCORE)
+    return statement, {**_namespace_params(prefix), "most": SCORED_FROM, **score_params(call)}
 
 
 # (counted up to SCORED_FROM along entry_walk; the rest runs only below it)
@@ -399,28 +415,13 @@ _SMALL = """
 WITH counted AS (SELECT pg_catalog.count(*) AS n FROM (
        SELECT 1 FROM poolsplit_v1.entry WHERE prefix = %(prefix)s AND regular AND active
        AND NOT always ORDER BY prefix, etype, base LIMIT %(most)s) AS c),
-     flag AS (SELECT EXISTS (SELECT 1 FROM poolsplit_v1.entry AS e
-                             WHERE e.prefix = %(prefix)s AND e.carries_user IS NOT FALSE)
-                  OR EXISTS (SELECT 1 FROM store WHERE store.prefix ~>=~ %(below)s
-                             AND store.prefix ~<~ %(after)s
-                             AND poolsplit_v1.carries_user(store.value)) AS users)
+     {flag}
 SELECT counted.n, flag.users, r.* FROM counted CROSS JOIN flag LEFT JOIN LATERAL (
-  SELECT * FROM (
-    SELECT false AS scored, store.prefix, store.key, store.value, NULL::bytea AS text,
-           store.created_at, store.updated_at, NULL::float8 AS score,
-           NULL::text AS created_text, NULL::text AS etype, NULL::int8 AS cost,
-           NULL::timestamptz AS read_at
-    FROM poolsplit_v1.entry AS e CROSS JOIN LATERAL (
-      SELECT * FROM store WHERE store.prefix = e.prefix AND store.key = e.key LIMIT 1) AS store
-    WHERE e.prefix = %(prefix)s AND (NOT e.regular OR e.always) {expiry}
+  SELECT * FROM ({whole}
     UNION ALL
-    SELECT false, store.prefix, store.key, store.value, NULL, store.created_at,
-           store.updated_at, NULL, NULL, NULL, NULL, NULL
-    FROM store WHERE store.prefix ~>=~ %(below)s AND store.prefix ~<~ %(after)s {expiry}
-    UNION ALL
-    SELECT true, store.prefix, e.key, NULL, pg_catalog.convert_to(store.value::text, 'UTF8'),
-           store.created_at, store.updated_at, {score}, e.created_text, e.etype, e.cost,
-           e.updated_at
+    SELECT store.prefix, e.key, NULL, store.created_at, store.updated_at, true,
+           pg_catalog.convert_to(store.value::text, 'UTF8'), {score}, e.created_text,
+           e.etype, e.cost, e.updated_at
     FROM poolsplit_v1.entry AS e JOIN store ON store.key = e.key
     WHERE e.prefix = %(prefix)s AND store.prefix = %(prefix)s
       AND e.regular AND e.active AND NOT e.always {expiry}
@@ -437,8 +438,7 @@ def _small_read(store: Any, prefix: Sequence[str], rows: list[Any]) -> SmallRead
     for row in rows:
         if row["scored"]:
             if row["updated_at"] != row["read_at"]:
-                raise StaleReadings(f"the reading of {row['key']!r} under {'.'.join(prefix)!r}"
-                                    " is not its row's; run the store's setup() again")
+                raise _stale(row["key"], ".".join(prefix))
             row["value"] = row["text"]  # (parsed by the store's loader if a pool takes it)
             row["created_text"] = _sort_created(row)
             scored.append(row)
@@ -447,9 +447,9 @@ def _small_read(store: Any, prefix: Sequence[str], rows: list[Any]) -> SmallRead
     return SmallRead(_items(store, whole), bool(first["users"]), scored)
 
 
-def _expiry(store: Any, table: str) -> str:
-    return (f"AND ({table}.expires_at IS NULL OR {table}.expires_at > NOW())"
-            if store._omit_expired else "")
+def _expiry(store: Any) -> str:
+    """:func:`_live` as a further condition of a WHERE (none when nothing is left out)."""
+    return f"AND {_live(store)}" if store._omit_expired else ""
 
 
 def _live(store: Any) -> str:
@@ -611,8 +611,8 @@ class DatabaseEngine:
                  fetch: Fetch | None = None, scored: list[Any] | None = None) -> None:
         self.conn, self.store, self.prefix = conn, store, tuple(prefix)
         self.fetch: Fetch = fetch if fetch is not None else _cursor_pages(conn)
-        self.scored = scored  # a small namespace's rows, every one scored (no pages to read)
-        self.ranked = False  # ... whether sorted yet, in the spec's order
+        # a small namespace's rows, every one scored (no pages to read), in the spec's order
+        self.scored = None if scored is None else sorted(scored, key=_rank)
         self.own = ".".join(prefix)
         self.items: list[Any] = list(items)
         self._entries: list[Mapping[str, Any]] = list(entries)
@@ -668,7 +668,7 @@ class DatabaseEngine:
         query = self.call.query
         ceilings = (1.5 if query.tags else 1.0, 1.5 if isinstance(query.project, str) else 1.0,
                     max(query.message_factors))
-        params = {"prefix": self.own, **score_params(self.conn, self.call)}
+        params = {"prefix": self.own, **score_params(self.call)}
         if self.groups is None:
             self.groups = [(row["etype"], row["base"], row["tagged"])
                            for row in self.fetch(_GROUPS, {"prefix": self.own})]
@@ -691,8 +691,7 @@ class DatabaseEngine:
                 i = self._position(row)
                 if i is None or id(self._entries[i]) in taken:
                     continue
-                yield (-row["score"], row["created_text"], row["key"], False, i,
-                       core.Candidate(i, row["score"], row["cost"]))
+                yield _candidate(row, i)
             if bound is None:
                 return
             # the score the rows held must beat for the pool to fill: its k-th best
@@ -711,26 +710,21 @@ class DatabaseEngine:
                 row["created_text"] = _sort_created(row)
                 pages[row["grp"] - 1].append(row)
                 if not self._taken(row["key"], taken):  # (an earlier pool loaded it)
-                    heapq.heappush(held, (-row["score"], row["created_text"], row["key"], row))
+                    heapq.heappush(held, (*_rank(row), row))
             for group, page, (until, limit) in zip(reading, pages, cuts):
                 group.read(page, until, limit, self.call.now_us)
 
     def _ranked(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                 ) -> Iterator[tuple[Any, ...]]:
         """A small namespace's scored rows of the pool, in order (read by :func:`read_if_small`)."""
-        rows = cast(list[Any], self.scored)
-        if not self.ranked:
-            rows.sort(key=_rank)
-            self.ranked = True
         tokens = room.tokens
-        for row in rows:
+        for row in cast(list[Any], self.scored):
             if not pool.accepts(row["etype"]) or row["cost"] > tokens:
                 continue
             i = self._position(row)
             if i is None or id(self._entries[i]) in taken:
                 continue
-            yield (-row["score"], row["created_text"], row["key"], False, i,
-                   core.Candidate(i, row["score"], row["cost"]))
+            yield _candidate(row, i)
 
     def _taken(self, key: str, taken: AbstractSet[int]) -> bool:
         """Whether the row of ``key`` is an entry an earlier pool of the call loaded."""
@@ -748,8 +742,7 @@ class DatabaseEngine:
             row.update(stored)
         for key, row in wanted.items():
             if "value" not in row:  # its row is gone, or newer than its reading
-                raise StaleReadings(f"the reading of {key!r} under {self.own!r} is not its"
-                                    " row's; run the store's setup() again")
+                raise _stale(key, self.own)
 
     def _position(self, row: Any) -> int | None:
         """The position of a row the database scored (None: the call's filter drops it)."""
@@ -770,8 +763,8 @@ class DatabaseEngine:
         return i
 
 
-def score_params(conn: Any, call: core._Call) -> dict[str, Any]:
-    """What :data:`_SCORE` reads: ``call``'s query and ``now``, for rows read on ``conn``."""
+def score_params(call: core._Call) -> dict[str, Any]:
+    """What :data:`_SCORE` reads: ``call``'s query and ``now``."""
     query = call.query
     # The message's words as a tsvector, to count a row's shared words in one step;
     # None (counted by set intersection) when one is too long for a lexeme.
@@ -801,6 +794,16 @@ def _sort_created(row: Any) -> str:
 def _rank(row: Any) -> tuple[float, str, str]:
     """A scored row's place in the spec's order (its key is its id, unique in the namespace)."""
     return -row["score"], row["created_text"], row["key"]
+
+
+def _candidate(row: Any, i: int) -> tuple[Any, ...]:
+    """A scored row at position ``i`` as :meth:`DatabaseEngine.candidates` merges it."""
+    return (*_rank(row), False, i, core.Candidate(i, row["score"], row["cost"]))
+
+
+def _stale(key: str, own: str) -> StaleReadings:
+    return StaleReadings(f"the reading of {key!r} under {own!r} is not its row's;"
+                         " run the store's setup() again")
 
 
 #: Reads one page: ``fetch(statement, params)`` -> its rows (dicts).

@@ -1358,16 +1358,14 @@ class PoolSplitStore(BaseStore):
             with self._reading(prefix):
                 small = _pgengine.read_if_small(self.store, prefix, conn, scoring)
             if small is not None:
-                yield self._snapshot(prefix, small.items if standby is None
-                                     else standby.rows(small.items), engine="database",
-                                     carries=small.carries, scored=small.scored)
+                yield self._scored_read(prefix, small.items, standby, carries=small.carries,
+                                        scored=small.scored)
                 return
             with self._reading(prefix):
                 if conn is None:
                     conn = stack.enter_context(_pgengine.snapshot(self.store))
                 items, carries = _pgengine.read_rows(conn, self.store, prefix)
-            yield self._snapshot(prefix, items if standby is None else standby.rows(items),
-                                 engine="database", conn=conn, carries=carries)
+            yield self._scored_read(prefix, items, standby, conn=conn, carries=carries)
 
     @asynccontextmanager
     async def _ain_database(self, prefix: tuple[str, ...], scoring: _Scoring
@@ -1387,9 +1385,8 @@ class PoolSplitStore(BaseStore):
             with self._reading(prefix):
                 small = await _pgengine.aread_if_small(self.store, prefix, conn, scoring)
             if small is not None:
-                yield self._snapshot(prefix, small.items if standby is None
-                                     else standby.rows(small.items), engine="database",
-                                     carries=small.carries, scored=small.scored)
+                yield self._scored_read(prefix, small.items, standby, carries=small.carries,
+                                        scored=small.scored)
                 return
             with self._reading(prefix):
                 if conn is None:
@@ -1397,8 +1394,14 @@ class PoolSplitStore(BaseStore):
                 items, carries = await _pgengine.aread_rows(conn, self.store, prefix)
             pages = _pgengine.LoopPages(conn, asyncio.get_running_loop())
             stack.callback(pages.close)  # (before the transaction ends)
-            yield self._snapshot(prefix, items if standby is None else standby.rows(items),
-                                 engine="database", conn=conn, carries=carries, fetch=pages)
+            yield self._scored_read(prefix, items, standby, conn=conn, carries=carries,
+                                    fetch=pages)
+
+    def _scored_read(self, prefix: tuple[str, ...], items: list[SearchItem],
+                     standby: Any, **found: Any) -> _Read:
+        """A read the database scores, as :meth:`_snapshot` makes it (``standby``: it answered)."""
+        return self._snapshot(prefix, items if standby is None else standby.rows(items),
+                              engine="database", **found)
 
     @asynccontextmanager
     async def _acalling(self, namespace: tuple[str, ...], pools: Sequence[Pool],
