@@ -26,7 +26,7 @@ import bisect
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from itertools import chain, count, filterfalse, islice, repeat
+from itertools import chain, count, islice, repeat
 from operator import attrgetter
 from typing import Any, ClassVar, cast
 
@@ -79,7 +79,7 @@ class NumpyEngine:
 # postings of a row never change either. Dead rows are dropped by a
 # compaction once they outnumber the living ones.
 _FIRST_CAPACITY = 64
-_FIRST_ROWS = 1024  # rows whose items a build reads in one step (see _Postings.build)
+_CHUNK_ROWS = 1024  # rows whose items a build reads in one step (see _Postings.build)
 # A row's facts, read in C (a build reads every row's).
 _BASE, _CREATED, _TAGS = attrgetter("base"), attrgetter("created_us"), attrgetter("tags")
 _EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 is exact
@@ -101,36 +101,39 @@ class _Postings:
         self.added: dict[int, array[int]] = {}  # item id -> rows added since the build
 
     @classmethod
-    def build(cls, sets: Iterable[Collection[str]], count_rows: int) -> _Postings:
-        """The postings of ``sets`` (the items of row 0, row 1, ...) in one sorted block."""
-        rows = iter(sets)  # each set is read and dropped: nothing per row is kept
-        # The first rows (all of a small partition's) in C-level steps: most of
-        # their items are new, and one update() files them faster than a lookup
-        # that misses once per new item. update() files each pair before zip
-        # reads the next, so an item that several rows hold is new once.
-        first = list(islice(rows, _FIRST_ROWS))
-        items = list(chain.from_iterable(first))
-        ids: dict[str, int] = {}
-        ids.update(zip(filterfalse(ids.__contains__, items), count()))
-        item_ids = array("i", map(ids.__getitem__, items))
-        sizes = array("i", map(len, first))
-        if len(first) == _FIRST_ROWS:  # the rest, row by row: most of their items are known
-            known: defaultdict[str, int] = defaultdict(count(len(ids)).__next__, ids)
-            for row_items in rows:
-                before = len(item_ids)
-                item_ids.extend(map(known.__getitem__, row_items))
-                sizes.append(len(item_ids) - before)
-            ids = dict(known)
+    def build(cls, rows_items: Iterable[Collection[str]], count_rows: int,
+              dropped: Collection[str] = frozenset()) -> _Postings:
+        """The postings of ``rows_items`` (the items of row 0, row 1, ...) in one sorted block.
+
+        A row's items may repeat (it is filed once) and may include
+        ``dropped`` items (filed under no row): the default words are read
+        as the runs of each text, and numpy drops the short runs and
+        stopwords and the repeats, rather than a set per row.
+        """
+        rows = iter(rows_items)  # read a chunk at a time: nothing per row is kept
+        ids: defaultdict[str, int] = defaultdict(count().__next__)  # every item read: its id
+        sizes, chunks = array("i"), []
+        while chunk := list(islice(rows, _CHUNK_ROWS)):
+            before = len(sizes)
+            sizes.extend(map(len, chunk))
+            chunks.append(np.fromiter(map(ids.__getitem__, chain.from_iterable(chunk)), np.int32,
+                                      sum(sizes[before:])))
         if len(sizes) != count_rows:
             raise RuntimeError("postings built from another number of rows")  # pragma: no cover
-        keys = np.frombuffer(item_ids, dtype=np.int32).astype(np.int64) << 32
+        item_ids = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
+        keys = item_ids.astype(np.int64) << 32
         keys |= np.repeat(np.arange(count_rows, dtype=np.int64),
                           np.frombuffer(sizes, dtype=np.int32))
+        if dropped:
+            drop = np.fromiter(map(dropped.__contains__, ids), np.bool_, len(ids))
+            keys = keys[~drop[item_ids]]
         keys.sort()  # by item, then row: each item's rows ascending
+        if len(keys) > 1:
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # a row's item once
         rows_of = (keys & 0xFFFFFFFF).astype(np.int32)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(np.bincount(keys >> 32, minlength=len(ids)), out=offsets[1:])
-        return cls(ids, offsets, rows_of)
+        return cls(dict(ids), offsets, rows_of)
 
     def add(self, row: int, items: Iterable[str]) -> None:
         ids, added = self.ids, self.added
@@ -305,12 +308,11 @@ class VectorIndex(prepared._Index):
             self.oldest, self.newest = int(times.min()), int(times.max())
         texts = [core._content(entries[i]) for i in positions]
         reader = self.words
-        if reader is None:
-            sets: Iterable[Collection[str]] = core._word_sets(texts)
+        if reader is None:  # W(text) is each text's runs but the short ones and stopwords
+            self.words_index = _Postings.build(core._word_runs(texts), n, core._NOT_WORDS)
         else:
-            sets = (prepared._entry_words(reader, text, entries[i], i)
-                    for text, i in zip(texts, positions))
-        self.words_index = _Postings.build(sets, n)
+            self.words_index = _Postings.build((prepared._entry_words(reader, text, entries[i], i)
+                                                for text, i in zip(texts, positions)), n)
         self.tags_index = _Postings.build((f.tags for f in chosen), n)
         for f in chosen:
             f.words = ()  # the postings hold them now

@@ -376,10 +376,8 @@ def _message_gain(overlap: float) -> float:
 def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> float:
     """Linear decay over 90 days of age (``horizon``) with a floor of 0.3; at most 1.0 (age 0).
 
-    The age is taken at ``now`` in fractional days; undated or future counts
-    as 0 days. Times are integer microseconds since the epoch:
-    ``delta_us / 1_000_000`` is exactly ``timedelta.total_seconds()``. An
-    infinite horizon (an evergreen type) gives 1.0 at every age.
+    Undated or future counts as 0 days (times in integer microseconds since
+    the epoch, see :func:`_recency_at`); an infinite horizon gives 1.0 always.
     """
     return cast(float, _recency_at(0 if created_us is None else now_us - created_us, horizon))
 
@@ -388,10 +386,9 @@ def _recency_at(age_us: Any, horizon: Any, maximum: Callable[..., Any] = max) ->
     """Recency at an age in microseconds, a negative one (a future time) counting as 0.
 
     Linear from 1.0 at age 0 to 0.3 at ``horizon`` days, the age taken as
-    fractional days (``age_us / 1_000_000`` is exact seconds), and never
-    below the floor. Plain numbers here; whole columns in the numpy engine,
-    which passes ``numpy.maximum`` as ``maximum``: the same operations, in
-    the same order.
+    fractional days (``age_us / 1_000_000`` is exact seconds), never below
+    the floor. Plain numbers here; whole columns in the numpy engine, which
+    passes ``numpy.maximum`` as ``maximum``: the same operations, in order.
     """
     return maximum(_RECENCY_FLOOR,
                    1.0 - 0.7 * (maximum(0, age_us) / 1_000_000 / _DAY_SECONDS) / horizon)
@@ -467,19 +464,22 @@ def _holds_run(lowered: str, word: str) -> bool:
 # W(text) is read with C-level steps only, since a build reads every entry:
 # lowercase; encode to UTF-8 (every byte of a non-ASCII character is above
 # 127); turn every byte but [a-z0-9] into a space; back to str (now ASCII);
-# split; drop the runs of one or two characters and the stopwords. That is
-# the set of [a-z0-9] runs of text.lower() longer than 2 characters and not
+# split into the runs; drop the runs of one or two characters and the
 # stopwords. (Words stay str: dicts and sets have a fast path for str keys.)
 _ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
 _SPACED = bytes(byte if byte in _ALNUM.encode("ascii") else 32 for byte in range(256))
 _NOT_WORDS = frozenset((*_ALNUM, *(a + b for a in _ALNUM for b in _ALNUM), *_STOPWORDS))
 
 
+def _word_runs(texts: Iterable[str]) -> Iterator[List[str]]:
+    """The [a-z0-9] runs of each of ``texts``, lowercased, in order (repeats, stopwords kept)."""
+    encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
+    return map(str.split, map(bytes.decode, map(bytes.translate, encoded, repeat(_SPACED))))
+
+
 def _word_sets(texts: Iterable[str]) -> Iterator[FrozenSet[str]]:
     """W(text) for each of ``texts``."""
-    encoded = map(str.encode, map(str.lower, texts), repeat("utf-8"), repeat("replace"))
-    spaced = map(bytes.decode, map(bytes.translate, encoded, repeat(_SPACED)))
-    return map(frozenset.difference, map(frozenset, map(str.split, spaced)), repeat(_NOT_WORDS))
+    return map(frozenset.difference, map(frozenset, _word_runs(texts)), repeat(_NOT_WORDS))
 
 
 def _cost(entry: Mapping[str, Any], index: int, token_counter: TokenCounter) -> int:
