@@ -106,28 +106,30 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN coalesce(value -> 'user_id', 'null'::jsonb) <> 'null'::jsonb;
 
 -- The readings of one row (only a regular row's are kept: any other is read in Python).
+-- regular() is read once (k): the other readings only when it holds.
 CREATE OR REPLACE FUNCTION poolsplit_v1.readings(value jsonb, created_at timestamptz)
 RETURNS TABLE (regular boolean, active boolean, always boolean, etype text, cost bigint,
                base float8, created_us bigint, created_text text, words text[],
                tags text[], project text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT true, poolsplit_v1.active(value), poolsplit_v1.always(value),
-           poolsplit_v1.entry_type(value), poolsplit_v1.cost(value), poolsplit_v1.base(value),
-           poolsplit_v1.created_us(value, created_at),
-           CASE WHEN pg_catalog.jsonb_typeof(value -> 'created') = 'string'
+    SELECT k.ok,
+           CASE WHEN k.ok THEN poolsplit_v1.active(value) END,
+           CASE WHEN k.ok THEN poolsplit_v1.always(value) END,
+           CASE WHEN k.ok THEN poolsplit_v1.entry_type(value) END,
+           CASE WHEN k.ok THEN poolsplit_v1.cost(value) END,
+           CASE WHEN k.ok THEN poolsplit_v1.base(value) END,
+           CASE WHEN k.ok THEN poolsplit_v1.created_us(value, created_at) END,
+           CASE WHEN k.ok AND pg_catalog.jsonb_typeof(value -> 'created') = 'string'
                 THEN value ->> 'created' END,
-           poolsplit_v1.words(value),
-           CASE WHEN pg_catalog.jsonb_typeof(value -> 'tags') = 'array'
+           CASE WHEN k.ok THEN poolsplit_v1.words(value) END,
+           CASE WHEN NOT k.ok THEN NULL::text[]
+                WHEN pg_catalog.jsonb_typeof(value -> 'tags') = 'array'
                 THEN ARRAY(SELECT DISTINCT t FROM pg_catalog.jsonb_array_elements_text(value -> 'tags') AS t)
                 ELSE '{}'::text[] END,
-           CASE WHEN pg_catalog.jsonb_typeof(value -> 'project') = 'string'
+           CASE WHEN k.ok AND pg_catalog.jsonb_typeof(value -> 'project') = 'string'
                 THEN value ->> 'project' END
-    WHERE poolsplit_v1.regular(value)
-    UNION ALL
-    SELECT false, NULL::boolean, NULL::boolean, NULL::text, NULL::bigint, NULL::float8,
-           NULL::bigint, NULL::text, NULL::text[], NULL::text[], NULL::text
-    WHERE NOT poolsplit_v1.regular(value);
+    FROM (SELECT poolsplit_v1.regular(value) AS ok OFFSET 0) AS k;
 END;
 
 CREATE OR REPLACE TRIGGER poolsplit_v1_entry

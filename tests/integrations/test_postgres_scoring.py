@@ -81,7 +81,10 @@ def test_the_triggers_keep_each_row_s_readings_in_the_writing_transaction(bare):
     stored = {i.key: i for i in bare.search(NS)}
     assert kept["t1"]["updated_at"] == stored["t1"].updated_at and kept["t1"]["regular"]
     assert (kept["t1"]["etype"], kept["t1"]["cost"]) == ("task", len("deploy the release") // 4)
-    assert not kept["odd"]["regular"]  # read whole, scored in Python
+    assert not kept["odd"]["regular"]  # read whole, scored in Python: no other reading kept
+    odd = bare.conn.execute("SELECT * FROM poolsplit_v1.entry WHERE key = 'odd'").fetchone()
+    assert {k for k, v in odd.items() if v is not None} == {
+        "prefix", "key", "updated_at", "created_at", "regular", "carries_user"}
     wrapped.put(NS, "t1", {"content": "now a fact", "type": "fact"})
     assert readings(bare)["t1"]["etype"] == "fact"
     wrapped.delete(NS, "t1")
