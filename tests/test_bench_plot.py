@@ -29,7 +29,7 @@ def _big(median: float) -> dict[str, object]:
             "search_whole": _summary(median * 2, median * 3)}
 
 
-def fake_result(*, with_100k: bool) -> dict[str, object]:
+def fake_result(*, with_100k: bool, untriggered: bool = False) -> dict[str, object]:
     sizes = ["10000"] + (["100000"] if with_100k else [])
     return {
         "postgres": "18.0", "rows": 30_000,
@@ -39,7 +39,8 @@ def fake_result(*, with_100k: bool) -> dict[str, object]:
         "big": {n: _big(75.0 * int(n) / 10_000) for n in sizes},
         "inmemory_big": {n: _summary(11.7, 17.8) for n in sizes},
         "put_plain": {"postgres_put": _summary(0.5, 0.7), "poolsplit_put": _summary(0.6, 0.8)},
-        "put": {"postgres_put": _summary(0.7, 0.9), "poolsplit_put": _summary(1.0, 1.4)},
+        "put": {"postgres_put": _summary(0.7, 0.9), "poolsplit_put": _summary(1.0, 1.4),
+                **({"untriggered_put": _summary(0.4, 0.6)} if untriggered else {})},
     }
 
 
@@ -57,6 +58,13 @@ def test_every_target_is_drawn_in_its_panel():
                                             "100,000-memory namespace", "put"]
     limits = [p["target"][0] for p in panels]
     assert limits == pytest.approx([1.5 * 1.2, 20.0, 100.0, 2 * 0.7])
+
+
+def test_the_put_target_is_against_the_untriggered_put_when_measured():
+    # (the same table in the same minutes, the triggers off for that connection)
+    panels = bench_langgraph.plot_panels(fake_result(with_100k=False, untriggered=True))
+    assert panels[-1]["target"][0] == pytest.approx(2 * 0.6)
+    assert "triggers off" in panels[-1]["bars"][-1][0]
 
 
 def test_plot_only_draws_from_a_saved_result_without_running(tmp_path, monkeypatch):
