@@ -546,11 +546,12 @@ class _Group:
     """
 
     __slots__ = ("after", "after_key", "base", "bound", "ceilings", "done", "etype", "limit",
-                 "tagged")
+                 "tagged", "tokens")
 
     def __init__(self, etype: str, base: float, tagged: bool,
-                 ceilings: tuple[float, float, float], limit: int) -> None:
+                 ceilings: tuple[float, float, float], limit: int, tokens: int) -> None:
         self.etype, self.base, self.tagged, self.limit = etype, base, tagged, limit
+        self.tokens = tokens  # its pages leave out the rows costing more
         self.ceilings = ceilings  # (tags, project, message)
         self.after, self.after_key, self.done = _BEFORE, "", False  # the last row read
         # a base that is not positive gives scores of at most 0 whatever the recency
@@ -624,6 +625,11 @@ class DatabaseEngine:
         self.by_key: dict[str, int] = {}  # a row the database scored: its position
         self.statement, self.values = _PAGE, _VALUES.format(live=_live(store))
         self.groups: list[tuple[str, float, bool]] | None = None  # read when first needed
+        # Each group as far as the call's pools read it, and its rows read: a pool that
+        # draws from a group an earlier pool read goes on from there. Pages leave out the
+        # rows costing more than ``tokens`` (the most any pool holds: they never load).
+        self.walked: dict[tuple[str, float, bool], tuple[_Group, list[Any]]] = {}
+        self.tokens: int | None = None
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
@@ -659,8 +665,10 @@ class DatabaseEngine:
         A row is handed on once its score is above every group's bound (no
         unread row can come before it); else the groups whose bound is not
         below the best row held read their next page. A group ends when a
-        page comes back short. Rows costing more than the tokens left when a
-        page is read are left out of it: they could never load.
+        page comes back short. Pages leave out the rows costing more than any
+        pool of the call holds (they could never load). A group an earlier
+        pool read is taken up where it stopped, with the rows it read that
+        no pool loaded.
         """
         if self.scored is not None:
             yield from self._ranked(pool, taken, room)
@@ -674,9 +682,22 @@ class DatabaseEngine:
                            for row in self.fetch(_GROUPS, {"prefix": self.own})]
         first = min(max(PAGE, 2 * room.entries), PAGE_MOST)
         untagged = (1.0, *ceilings[1:])  # (an untagged row's tag factor is 1)
-        groups = [_Group(etype, base, tagged, ceilings if tagged else untagged, first)
-                  for etype, base, tagged in self.groups if pool.accepts(etype)]
+        tokens = room.tokens if self.tokens is None else max(self.tokens, room.tokens)
         held: list[tuple[float, str, str, Any]] = []  # (-score, created, key, row)
+        groups, read = [], []
+        for etype, base, tagged in self.groups:
+            if not pool.accepts(etype):
+                continue
+            walked = self.walked.get((etype, base, tagged))
+            if walked is None or walked[0].tokens < tokens:  # (its pages left out rows)
+                walked = self.walked[etype, base, tagged] = (
+                    _Group(etype, base, tagged, ceilings if tagged else untagged, first,
+                           tokens), [])
+            groups.append(walked[0])
+            read.append(walked[1])
+            for row in walked[1]:  # what earlier pools read of it, still to be had
+                if not self._taken(row["key"], taken):
+                    heapq.heappush(held, (*_rank(row), row))
         while True:
             bound = max((g.bound for g in groups if not g.done), default=None)
             while held and (bound is None or -held[0][0] > bound):
@@ -698,21 +719,23 @@ class DatabaseEngine:
             slots = max(room.entries, 1)
             target = -heapq.nsmallest(slots, held)[-1][0] if len(held) >= slots else None
             least = target if target is not None else (-held[0][0] if held else -math.inf)
-            reading = [g for g in groups if not g.done and g.bound >= least]
-            cuts = [g.cut(target, self.call.now_us) for g in reading]
+            reading = [k for k, g in enumerate(groups) if not g.done and g.bound >= least]
+            cuts = [groups[k].cut(target, self.call.now_us) for k in reading]
             params.update(
-                etypes=[g.etype for g in reading], bases=[g.base for g in reading],
-                tagged=[g.tagged for g in reading],
-                after=[g.after for g in reading], after_keys=[g.after_key for g in reading],
-                until=[c[0] for c in cuts], limits=[c[1] for c in cuts], tokens=room.tokens)
+                etypes=[groups[k].etype for k in reading], bases=[groups[k].base for k in reading],
+                tagged=[groups[k].tagged for k in reading],
+                after=[groups[k].after for k in reading],
+                after_keys=[groups[k].after_key for k in reading],
+                until=[c[0] for c in cuts], limits=[c[1] for c in cuts], tokens=tokens)
             pages: list[list[Any]] = [[] for _ in reading]
             for row in self.fetch(self.statement, params):
                 row["created_text"] = _sort_created(row)
                 pages[row["grp"] - 1].append(row)
                 if not self._taken(row["key"], taken):  # (an earlier pool loaded it)
                     heapq.heappush(held, (*_rank(row), row))
-            for group, page, (until, limit) in zip(reading, pages, cuts):
-                group.read(page, until, limit, self.call.now_us)
+            for k, page, (until, limit) in zip(reading, pages, cuts):
+                groups[k].read(page, until, limit, self.call.now_us)
+                read[k].extend(page)
 
     def _ranked(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                 ) -> Iterator[tuple[Any, ...]]:
@@ -857,6 +880,7 @@ def decide(engine: DatabaseEngine, pools: list[core.Pool], always_pool: bool,
 
     ``pools`` are checked already; ``always_pool`` as for ``retrieve_pools``.
     """
+    engine.tokens = max((pool.max_tokens for pool in pools), default=None)
     filled = core.fill_pools(engine, core._call_pools(list(pools), always_pool),
                              max_always_tokens)
     # (positions are the Decisions' indices: the engine numbers the rows it read)
