@@ -26,7 +26,7 @@ import bisect
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from itertools import chain, count, islice, repeat
+from itertools import chain, islice, repeat
 from operator import attrgetter
 from typing import Any, ClassVar, cast
 
@@ -88,35 +88,64 @@ _EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 i
 class _Postings:
     """Word (or tag) -> the rows holding it: a sorted block from a build, plus rows added since.
 
-    Rows are int32. A row holds each of its items once (items are a set),
-    and a row is in the block or among the added rows, never both.
+    Items are numbered by ``ids``, a vocabulary the postings of a store's
+    partitions share (:meth:`vocabulary`: ids dense, in first-seen order),
+    so that a partition files its items without a dict of its own. Rows are
+    int32. A row holds each of its items once (items are a set), and a row
+    is in the block or among the added rows, never both.
     """
 
-    __slots__ = ("added", "ids", "offsets", "rows")
+    __slots__ = ("added", "first", "ids", "items", "offsets", "rows")
 
-    def __init__(self, ids: dict[str, int], offsets: np.ndarray, rows: np.ndarray) -> None:
-        self.ids = ids  # item -> its id
-        self.offsets = offsets  # rows[offsets[k]:offsets[k + 1]] hold item k (built)
+    def __init__(self, ids: dict[str, int], items: np.ndarray, offsets: np.ndarray,
+                 rows: np.ndarray) -> None:
+        self.ids = ids  # item -> its id (shared; it may hold items this block does not)
+        self.items = items  # the ids the block holds, ascending
+        self.offsets = offsets  # rows[offsets[k]:offsets[k + 1]] hold item items[k]
         self.rows = rows
         self.added: dict[int, array[int]] = {}  # item id -> rows added since the build
+        # the first id when the block holds a run of ids (a store's only partition):
+        # item k is then at k - first, with no search
+        count = len(items)
+        self.first = (int(items[0]) if count and int(items[-1]) - int(items[0]) == count - 1
+                      else None)
+
+    @staticmethod
+    def vocabulary(dropped: Iterable[str] = ()) -> dict[str, int]:
+        """A new vocabulary: an item read for the first time takes the next id.
+
+        ``dropped`` items take the first ids (below their count): a build
+        files them under no row.
+        """
+        ids: defaultdict[str, int] = defaultdict()
+        ids.default_factory = ids.__len__  # (called before the item is in: its id is the count)
+        for item in dropped:
+            ids[item]  # (filed by the lookup)
+        return ids
 
     @classmethod
-    def build(cls, rows_items: Iterable[Collection[str]], count_rows: int,
-              dropped: Collection[str] = frozenset()) -> _Postings:
+    def empty(cls) -> _Postings:
+        return cls(cls.vocabulary(), np.zeros(0, np.int64), np.zeros(1, np.int64),
+                   np.zeros(0, np.int32))
+
+    @classmethod
+    def build(cls, rows_items: Iterable[Collection[str]], count_rows: int, ids: dict[str, int],
+              dropped: int = 0) -> _Postings:
         """The postings of ``rows_items`` (the items of row 0, row 1, ...) in one sorted block.
 
-        A row's items may repeat (it is filed once) and may include
-        ``dropped`` items (filed under no row): the default words are read
-        as the runs of each text, and numpy drops the short runs and
-        stopwords and the repeats, rather than a set per row.
+        ``ids``: the vocabulary (:meth:`vocabulary`); items of an id below
+        ``dropped`` are filed under no row. A row's items may repeat (it is
+        filed once): the default words are read as the runs of each text,
+        and numpy drops the short runs, stopwords and repeats, rather than a
+        set per row.
         """
         rows = iter(rows_items)  # read a chunk at a time: nothing per row is kept
-        ids: defaultdict[str, int] = defaultdict(count().__next__)  # every item read: its id
+        lookup = ids.__getitem__  # (a new item takes the next id)
         sizes, chunks = array("i"), []
         while chunk := list(islice(rows, _CHUNK_ROWS)):
             before = len(sizes)
             sizes.extend(map(len, chunk))
-            chunks.append(np.fromiter(map(ids.__getitem__, chain.from_iterable(chunk)), np.int32,
+            chunks.append(np.fromiter(map(lookup, chain.from_iterable(chunk)), np.int32,
                                       sum(sizes[before:])))
         if len(sizes) != count_rows:
             raise RuntimeError("postings built from another number of rows")  # pragma: no cover
@@ -125,22 +154,20 @@ class _Postings:
         keys |= np.repeat(np.arange(count_rows, dtype=np.int64),
                           np.frombuffer(sizes, dtype=np.int32))
         if dropped:
-            drop = np.fromiter(map(dropped.__contains__, ids), np.bool_, len(ids))
-            keys = keys[~drop[item_ids]]
+            keys = keys[item_ids >= dropped]
         keys.sort()  # by item, then row: each item's rows ascending
         if len(keys) > 1:
             keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # a row's item once
-        rows_of = (keys & 0xFFFFFFFF).astype(np.int32)
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys >> 32, minlength=len(ids)), out=offsets[1:])
-        return cls(dict(ids), offsets, rows_of)
+        held = keys >> 32
+        starts = (np.flatnonzero(np.concatenate(([True], held[1:] != held[:-1])))
+                  if len(keys) else np.zeros(0, np.int64))
+        return cls(ids, held[starts], np.append(starts, len(keys)),
+                   (keys & 0xFFFFFFFF).astype(np.int32))
 
     def add(self, row: int, items: Iterable[str]) -> None:
         ids, added = self.ids, self.added
         for item in items:
-            k = ids.get(item)
-            if k is None:
-                k = ids[item] = len(ids)
+            k = ids[item]  # (a new item takes the next id)
             got = added.get(k)
             if got is None:
                 got = added[k] = array("i")
@@ -148,16 +175,21 @@ class _Postings:
 
     def count_into(self, counts: np.ndarray, items: Iterable[str]) -> list[np.ndarray]:
         """Add 1 to ``counts[row]`` for each of ``items`` a row holds; the postings read."""
-        ids, offsets, built, added = self.ids, self.offsets, len(self.offsets) - 1, self.added
+        ids, added, offsets, first = self.ids, self.added, self.offsets, self.first
+        known = [k for k in map(ids.get, items) if k is not None]
         read = []
-        for item in items:
-            k = ids.get(item)
-            if k is None:
-                continue
-            if k < built:
-                start, end = offsets[k], offsets[k + 1]
-                if end > start:
-                    read.append(self.rows[start:end])
+        if first is not None:
+            held = len(self.items)
+            slots = [k - first for k in known if 0 <= k - first < held]
+        elif known and len(self.items):  # the slots of the ids the block holds
+            wanted = np.array(known, np.int64)
+            at = np.minimum(np.searchsorted(self.items, wanted), len(self.items) - 1)
+            slots = at[self.items[at] == wanted].tolist()
+        else:
+            slots = []
+        for k in slots:
+            read.append(self.rows[offsets[k]:offsets[k + 1]])
+        for k in known:
             more = added.get(k)
             if more:
                 read.append(np.frombuffer(more, dtype=np.int32))
@@ -169,9 +201,9 @@ class _Postings:
         """Each row's items (for tests: the postings read back)."""
         names = {k: item for item, k in self.ids.items()}
         out: list[set[str]] = [set() for _ in range(count_rows)]
-        for k in range(len(self.offsets) - 1):
+        for k, item in enumerate(self.items.tolist()):
             for row in self.rows[self.offsets[k]:self.offsets[k + 1]].tolist():
-                out[row].add(names[k])
+                out[row].add(names[item])
         for k, more in self.added.items():
             for row in more:
                 out[row].add(names[k])
@@ -245,8 +277,8 @@ class VectorIndex(prepared._Index):
         self.types: list[Any] = []
         self.project_codes: dict[Any, int] = {None: 0}
         self.projects: list[Any] = [None]
-        self.words_index = _Postings({}, np.zeros(1, np.int64), np.zeros(0, np.int32))
-        self.tags_index = _Postings({}, np.zeros(1, np.int64), np.zeros(0, np.int32))
+        self.words_index = _Postings.empty()
+        self.tags_index = _Postings.empty()
         self.keys: list[tuple[str, str, int]] = []
         self.candidates: dict[Any, np.ndarray] = {}
         self.dead = 0
@@ -308,12 +340,20 @@ class VectorIndex(prepared._Index):
             self.oldest, self.newest = int(times.min()), int(times.max())
         texts = [core._content(entries[i]) for i in positions]
         reader = self.words
+        # (one vocabulary of words and one of tags for every partition of the store)
+        common = self.common
         if reader is None:  # W(text) is each text's runs but the short ones and stopwords
-            self.words_index = _Postings.build(core._word_runs(texts), n, core._NOT_WORDS)
+            ids = common.get("words")
+            if ids is None:
+                ids = common["words"] = _Postings.vocabulary(sorted(core._NOT_WORDS))
+            self.words_index = _Postings.build(core._word_runs(texts), n, ids,
+                                               len(core._NOT_WORDS))
         else:
+            ids = common.setdefault("words", _Postings.vocabulary())
             self.words_index = _Postings.build((prepared._entry_words(reader, text, entries[i], i)
-                                                for text, i in zip(texts, positions)), n)
-        self.tags_index = _Postings.build((f.tags for f in chosen), n)
+                                                for text, i in zip(texts, positions)), n, ids)
+        tag_ids = common.setdefault("tags", _Postings.vocabulary())
+        self.tags_index = _Postings.build((f.tags for f in chosen), n, tag_ids)
         for f in chosen:
             f.words = ()  # the postings hold them now
 

@@ -301,9 +301,10 @@ class PreparedStore:
         listed = _check_entries(self.entries if entries is None else entries)
         key = self.partition_key
         parts: Dict[Any, _Part] = {}
+        common: Dict[str, Any] = {}  # what the new partitions' indexes share
         if key is None:
             part = parts[_WHOLE] = _Part(self._engine.index, self.token_counter,
-                                         self.is_active, None, self.words)
+                                         self.is_active, None, self.words, common)
             part.index.build(list(listed))
         else:
             members: Dict[Any, List[int]] = {}  # partition value -> its slots
@@ -319,7 +320,8 @@ class PreparedStore:
                 group.append(slot)
             for value, slots in members.items():
                 part = parts[value] = _Part(self._engine.index, self.token_counter,
-                                            self.is_active, _positions(slots), self.words)
+                                            self.is_active, _positions(slots), self.words,
+                                            common)
                 part.index.build(list(map(listed.__getitem__, slots)))
         gaps: List[int] = []
         shared_ids: Dict[Any, List[int]] = {}
@@ -332,6 +334,7 @@ class PreparedStore:
         with self._lock:
             self._slots, self._gaps, self._parts = listed, gaps, parts
             self._by_id, self._shared_ids, self._views = by_id, shared_ids, views
+            self._common = common
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """Add one entry at the end, without a rebuild; it is never mutated."""
@@ -604,7 +607,7 @@ class PreparedStore:
             value = _partition_of(entry, self.partition_key, slot)
             if value not in self._parts:
                 self._parts[value] = _Part(self._engine.index, self.token_counter, self.is_active,
-                                           _positions(), self.words)
+                                           _positions(), self.words, self._common)
             part = self._parts[value]
         part.index.insert(entry)  # reads (and may refuse) the entry before anything changes
         if part.slots is not None:
@@ -679,7 +682,7 @@ class PreparedStore:
     def _part_of(self, members: Sequence[int]) -> _Part:
         """A part indexing the entries of these live slots (ascending)."""
         part = _Part(self._engine.index, self.token_counter, self.is_active, _positions(members),
-                     self.words)
+                     self.words, self._common)
         part.index.build([self._slots[slot] for slot in members])
         return part
 
@@ -923,8 +926,9 @@ class _Part:
 
     def __init__(self, engine: Callable[..., _Index], token_counter: TokenCounter,
                  is_active: ActivityTest, slots: Optional[MutableSequence[int]],
-                 words: Optional[WordReader]) -> None:
+                 words: Optional[WordReader], common: Dict[str, Any]) -> None:
         self.index = engine(token_counter, is_active, words)
+        self.index.common = common
         self.slots = slots  # ascending; None: the n-th entry is in the n-th slot
 
 
@@ -1022,6 +1026,10 @@ class _Index:
                  words: Optional[WordReader] = None) -> None:
         self.token_counter, self.is_active = token_counter, is_active
         self.words = words  # the word reader; None: W(text)
+        # What the indexes of one store's partitions share, set by the store before a
+        # build: an engine may keep there what every partition would make alike (the
+        # numpy engine: one word and tag vocabulary). This engine keeps nothing there.
+        self.common: Dict[str, Any] = {}
         self.entries: List[Mapping[str, Any]] = []
         self.facts: List[_Facts] = []
         self.always: Dict[Any, List[int]] = {}  # type -> always-scope entries, store order
