@@ -1,4 +1,4 @@
-"""What a pure-Python word index must spend to be built, next to what PreparedStore spends.
+"""What a set-per-entry word index spends to be built, next to what PreparedStore spends.
 
 Run with ``make bench-build`` (or ``python benchmarks/build_floor.py [--size N]
 [--profile NAME] [--engines numpy]``). On the benchmark's store (or a store
@@ -9,18 +9,19 @@ in one run:
   read (reading alone, nothing kept);
 - ``read words``: W(content) of every entry, read with the core's own bulk
   reader (C-level steps only: lower, encode, translate, split, set
-  difference), or the profile's reader (``unicode_words`` for zh) -- the
-  least any word index must do;
+  difference), or the profile's reader (``unicode_words`` for zh);
 - ``fill one dict``: one dict lookup and one list append per (entry, word)
-  pair, into a single dict, on the words already read -- the least an
-  inverted index must do once the words are known;
+  pair, into a single dict, on the words already read;
 - ``PreparedStore``: the real build on each engine installed (median of
   three), which also parses every timestamp, priority, tag list and cost:
   the stdlib one keeps one word list per (type, project) so that a query's
   bounds stay tight, numpy's its columns and postings.
 
-The first two together are a floor for any pure-Python build of a word
-index on this machine, whatever its layout.
+``read words`` and ``fill one dict`` together are the floor of a pure-Python
+index that reads each entry's words into a set and files them in a dict.
+With the default words the numpy engine does neither: it files each text's
+word runs as ids and lets numpy drop the short runs, stopwords and repeats,
+so its build can take less than that floor.
 """
 
 from __future__ import annotations
