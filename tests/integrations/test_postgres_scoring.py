@@ -204,6 +204,41 @@ def test_pools_that_read_many_pages_of_many_groups_answer_as_the_core(bare, monk
     assert len(pages) > 30  # (many pages were read: the walk was exercised)
 
 
+@pytest.mark.parametrize("page", [2, 16])
+def test_a_read_pages_each_row_once_though_several_pools_draw_from_its_group(
+        bare, monkeypatch, page):
+    """A later pool takes up a group where an earlier one left it: no row is paged twice."""
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", 0)
+    monkeypatch.setattr(_pgengine, "PAGE", page)
+    rng = random.Random(8)
+    bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(400)])
+    # three pools over the same types, and a catch-all: each reads the groups the ones
+    # before it read, and the budgets differ (the pages keep what the largest could take)
+    pools = [Pool("tasks", 60, 2, ("task",)), Pool("more", 400, 5, ("task", "fact")),
+             Pool("rest", 150, 6)]
+    paged: list[str] = []
+    fetch = _pgengine._cursor_pages
+
+    def spy(conn):
+        def read(statement, params):
+            rows = fetch(conn)(statement, params)
+            if statement is _pgengine._PAGE:
+                paged.extend(row["key"] for row in rows)
+            return rows
+        return read
+
+    monkeypatch.setattr(_pgengine, "_cursor_pages", spy)
+    wrapped = PoolSplitStore(bare)
+    for context in ({"message": "deploy the database schema", "tags": ["db"]},
+                    {"message": "budget review"}):
+        paged.clear()
+        entries = expected(bare, context)[1]
+        want = {name: [e["id"] for e in got] for name, got in retrieve_pools(
+            entries, pools, context, now=NOW, always_pool=True).items()}
+        assert keys(wrapped.retrieve_pools(NS, pools, context, now=NOW)) == want
+        assert paged and len(paged) == len(set(paged))
+
+
 def test_setup_upgrades_an_install_made_before_the_readings_knew_their_users(bare):
     """An earlier install: no record of whole readings, no user flag, the old index."""
     star_store(bare)
