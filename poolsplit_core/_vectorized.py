@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import chain, islice, repeat
 from operator import attrgetter
@@ -85,6 +84,16 @@ _BASE, _CREATED, _TAGS = attrgetter("base"), attrgetter("created_us"), attrgette
 _EXACT_DAYS = 1 << 53  # below this many microseconds of age, int64 -> float64 is exact
 
 
+class _Vocabulary(dict[str, int]):
+    """Item -> id: an item looked up for the first time takes the next id (ids dense)."""
+
+    __slots__ = ()
+
+    def __missing__(self, item: str) -> int:
+        self[item] = k = len(self)
+        return k
+
+
 class _Postings:
     """Word (or tag) -> the rows holding it: a sorted block from a build, plus rows added since.
 
@@ -117,10 +126,8 @@ class _Postings:
         ``dropped`` items take the first ids (below their count): a build
         files them under no row.
         """
-        ids: defaultdict[str, int] = defaultdict()
-        ids.default_factory = ids.__len__  # (called before the item is in: its id is the count)
-        for item in dropped:
-            ids[item]  # (filed by the lookup)
+        ids = _Vocabulary()
+        ids.update(zip(dropped, range(1 << 62)))
         return ids
 
     @classmethod
