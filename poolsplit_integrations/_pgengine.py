@@ -630,6 +630,10 @@ class DatabaseEngine:
         # rows costing more than ``tokens`` (the most any pool holds: they never load).
         self.walked: dict[tuple[str, float, bool], tuple[_Group, list[Any]]] = {}
         self.tokens: int | None = None
+        # Without a filter to apply to values and without expiry, the fill needs no
+        # candidate's store row: each is read after it, all in one statement (resolve).
+        self.deferred = keep is None and not store._omit_expired
+        self.pending: dict[int, Any] = {}  # position -> a row handed on, its store row unread
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
@@ -701,7 +705,7 @@ class DatabaseEngine:
         while True:
             bound = max((g.bound for g in groups if not g.done), default=None)
             while held and (bound is None or -held[0][0] > bound):
-                if held[0][2] not in self.by_key and "value" not in held[0][3]:
+                if not self.deferred and "value" not in held[0][3]:
                     # the store rows of the next rows to hand on, read at once
                     want = max(PAGE, 2 * room.entries)
                     self._read_values([h[3] for h in heapq.nsmallest(want, held)
@@ -754,10 +758,18 @@ class DatabaseEngine:
         i = self.by_key.get(key)
         return i is not None and id(self._entries[i]) in taken
 
+    def resolve(self) -> None:
+        """The store rows of the rows handed on without them (``deferred``), read at once."""
+        if not self.pending:
+            return
+        self._read_values(list(self.pending.values()))
+        for i, row in self.pending.items():
+            self.items[i], self._entries[i] = self._item(row)
+        self.pending.clear()
+
     def _read_values(self, rows: list[Any]) -> None:
         """Give ``rows`` (rows the database scored) their store rows, read in one statement."""
-        wanted = {row["key"]: row for row in rows
-                  if row["key"] not in self.by_key and "value" not in row}
+        wanted = {row["key"]: row for row in rows if "value" not in row}
         for stored in self.fetch(self.values, {"prefix": self.own, "keys": list(wanted)}):
             row = wanted[stored["key"]]
             if stored["updated_at"] != row["read_at"]:
@@ -773,17 +785,25 @@ class DatabaseEngine:
         i = self.by_key.get(key)
         if i is not None:
             return i
-        item = _lg._row_to_search_item(self.prefix, row, loader=self.store._deserializer)
-        entry = item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at,
-                              read_from=self.prefix)
-        if self.keep is not None and not self.keep(entry):
-            return None
         i = len(self._entries)
+        if "value" in row:
+            item, entry = self._item(row)
+            if self.keep is not None and not self.keep(entry):
+                return None
+        else:  # (deferred: the fill reads only the entry's identity until resolve())
+            item, entry = None, {"id": key}
+            self.pending[i] = row
         self._entries.append(entry)
         self.items.append(item)
         self.costs[i] = row["cost"]
         self.by_key[key] = i
         return i
+
+    def _item(self, row: Any) -> tuple[SearchItem, dict[str, Any]]:
+        """A scored row, its store row read, as the store's item and the core's entry."""
+        item = _lg._row_to_search_item(self.prefix, row, loader=self.store._deserializer)
+        return item, item_to_entry(item.namespace, item.key, item.value,
+                                   created_at=item.created_at, read_from=self.prefix)
 
 
 def score_params(call: core._Call) -> dict[str, Any]:
@@ -883,6 +903,7 @@ def decide(engine: DatabaseEngine, pools: list[core.Pool], always_pool: bool,
     engine.tokens = max((pool.max_tokens for pool in pools), default=None)
     filled = core.fill_pools(engine, core._call_pools(list(pools), always_pool),
                              max_always_tokens)
+    engine.resolve()
     # (positions are the Decisions' indices: the engine numbers the rows it read)
     return _decisions(filled, engine.entries.__getitem__, list, engine.cost)
 

@@ -1188,10 +1188,14 @@ class PoolSplitStore(BaseStore):
             read = call.read
             kept = [(item, entry) for item, entry in zip(read.live_items, read.live)
                     if keep(entry)]
+            # Without a where or a bound user, include drops only corrections and the
+            # entries a row read whole replaces: it keeps every row the database scores,
+            # and the engine may read their store rows after the fill, all at once.
+            narrows = None if where is None and call.bound is None else keep
             view = cast(_Unindexed, read.view)
             engine = _pgengine.DatabaseEngine(
                 view.conn, self.store, call.prefix, [item for item, _ in kept],
-                [entry for _, entry in kept], context, now, keep, fetch=view.fetch,
+                [entry for _, entry in kept], context, now, narrows, fetch=view.fetch,
                 scored=view.scored)
             engines.append(engine)
             with self._reading(call.prefix):

@@ -239,6 +239,30 @@ def test_a_read_pages_each_row_once_though_several_pools_draw_from_its_group(
         assert paged and len(paged) == len(set(paged))
 
 
+@pytest.mark.parametrize("scored_from", [0, 10_000], ids=["walked", "one statement"])
+def test_expired_rows_are_left_out_as_the_store_leaves_them_out(bare, monkeypatch, scored_from):
+    """A store that omits expired rows: no pool loads one, whichever way the read goes."""
+    from langgraph.store.postgres import PostgresStore
+
+    monkeypatch.setattr(_pgengine, "SCORED_FROM", scored_from)
+    monkeypatch.setattr(_pgengine, "PAGE", 2)
+    rng = random.Random(13)
+    bare.batch([PutOp(NS, f"k{i:03}", value(rng, i)) for i in range(240)])
+    expiring = PostgresStore(bare.conn, ttl={"default_ttl": 60, "omit_expired": True})
+    gone = [f"k{i:03}" for i in range(0, 240, 3)]  # corrections among them (every 40th)
+    bare.conn.execute("UPDATE store SET expires_at = pg_catalog.now() - interval '1 minute'"
+                      " WHERE prefix = %s AND key = ANY (%s)", (".".join(NS), gone))
+    wrapped = PoolSplitStore(expiring)
+    assert wrapped._scores_in_database()
+    for context in ({"message": "deploy the database schema", "tags": ["db"]},
+                    {"message": "budget review"}, None):
+        want, entries = expected(expiring, context)
+        assert len(entries) == 240 - len(gone)
+        got = keys(wrapped.retrieve_pools(NS, POOLS, context, now=NOW))
+        assert got == want
+        assert not set(gone) & {key for picked in got.values() for key in picked}
+
+
 def test_setup_upgrades_an_install_made_before_the_readings_knew_their_users(bare):
     """An earlier install: no record of whole readings, no user flag, the old index."""
     star_store(bare)
