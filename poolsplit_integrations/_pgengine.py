@@ -17,8 +17,11 @@ else one REPEATABLE READ, READ ONLY transaction):
   float operations in the core's order). Each pool walks its rows by (type,
   base priority, tagged) group, newest first, a page at a time, and hands a
   row on once no unread row can beat it (:class:`_Group`): rows no pool
-  needs are never read. A row's store row is read when it is handed on, and
-  checked against its reading (:class:`StaleReadings` otherwise).
+  needs are never read, and a later pool takes up a group where an earlier
+  one stopped. The store rows of the rows handed on are read after the fill,
+  in one statement (when the call filters by value or the store leaves out
+  expired rows: as they are handed on), and checked against their readings
+  (:class:`StaleReadings` otherwise).
 
 :class:`DatabaseEngine` merges the two streams in the spec's order and is a
 ``poolsplit_core.poolsplit.Engine``; the fill is the core's ``fill_pools``.
@@ -501,7 +504,7 @@ SELECT etype, base, tagged FROM g
 """
 
 # The next rows of some groups, each group newest first after its cursor (entry_walk's
-# order), scored. (A row's store row is read only when a pool hands it on: _VALUES.)
+# order), scored. (A row's store row is read only once a pool hands it on: _VALUES.)
 _PAGE = f"""
 SELECT g.n AS grp, r.key, r.cost, r.walk, r.score, r.created_text, r.created_at,
        r.updated_at AS read_at
