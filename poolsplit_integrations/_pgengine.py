@@ -598,10 +598,12 @@ class DatabaseEngine:
     """The core's ``Engine`` over one read: the rows read whole, then the database's pages.
 
     ``items``/``entries``: the rows :func:`read_rows` gave that the call keeps
-    (problem-free, passing ``keep``), in (namespace, key) order: they take
+    (problem-free, passing its filters), in (namespace, key) order: they take
     positions ``0 .. len - 1`` and the core's stateless engine serves them (the
     always tier among them). Rows the database scores take the next positions
-    as they arrive; ``keep`` (the call's tenant filter) is applied to them too.
+    as they arrive; ``keep`` (the call's tenant filter) is applied to them.
+    With no ``keep`` and a store that does not leave out expired rows, their
+    store rows are read after the fill (:meth:`resolve`), all at once.
 
     ``fetch(statement, params)``: the rows of one page, read on ``conn`` in the
     call's snapshot (default: a cursor of ``conn``, a sync connection; over an
