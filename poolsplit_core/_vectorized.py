@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from itertools import chain, islice, repeat
+from itertools import chain, count, islice, repeat
 from operator import attrgetter
 from typing import Any, ClassVar, cast
 
@@ -115,8 +115,8 @@ class _Postings:
         self.added: dict[int, array[int]] = {}  # item id -> rows added since the build
         # the first id when the block holds a run of ids (a store's only partition):
         # item k is then at k - first, with no search
-        count = len(items)
-        self.first = (int(items[0]) if count and int(items[-1]) - int(items[0]) == count - 1
+        size = len(items)
+        self.first = (int(items[0]) if size and int(items[-1]) - int(items[0]) == size - 1
                       else None)
 
     @staticmethod
@@ -127,7 +127,7 @@ class _Postings:
         files them under no row.
         """
         ids = _Vocabulary()
-        ids.update(zip(dropped, range(1 << 62)))
+        ids.update(zip(dropped, count()))
         return ids
 
     @classmethod

@@ -549,12 +549,11 @@ class _Group:
     """
 
     __slots__ = ("after", "after_key", "base", "bound", "ceilings", "done", "etype", "limit",
-                 "tagged", "tokens")
+                 "tagged")
 
     def __init__(self, etype: str, base: float, tagged: bool,
-                 ceilings: tuple[float, float, float], limit: int, tokens: int) -> None:
+                 ceilings: tuple[float, float, float], limit: int) -> None:
         self.etype, self.base, self.tagged, self.limit = etype, base, tagged, limit
-        self.tokens = tokens  # its pages leave out the rows costing more
         self.ceilings = ceilings  # (tags, project, message)
         self.after, self.after_key, self.done = _BEFORE, "", False  # the last row read
         # a base that is not positive gives scores of at most 0 whatever the recency
@@ -632,7 +631,8 @@ class DatabaseEngine:
         self.groups: list[tuple[str, float, bool]] | None = None  # read when first needed
         # Each group as far as the call's pools read it, and its rows read: a pool that
         # draws from a group an earlier pool read goes on from there. Pages leave out the
-        # rows costing more than ``tokens`` (the most any pool holds: they never load).
+        # rows costing more than ``tokens``, the most any pool of the call holds (set by
+        # decide(); None: no row is left out), so what one pool read serves every pool.
         self.walked: dict[tuple[str, float, bool], tuple[_Group, list[Any]]] = {}
         self.tokens: int | None = None
         # Without a filter to apply to values and without expiry, the fill needs no
@@ -691,17 +691,16 @@ class DatabaseEngine:
                            for row in self.fetch(_GROUPS, {"prefix": self.own})]
         first = min(max(PAGE, 2 * room.entries), PAGE_MOST)
         untagged = (1.0, *ceilings[1:])  # (an untagged row's tag factor is 1)
-        tokens = room.tokens if self.tokens is None else max(self.tokens, room.tokens)
+        tokens = _END if self.tokens is None else self.tokens
         held: list[tuple[float, str, str, Any]] = []  # (-score, created, key, row)
         groups, read = [], []
         for etype, base, tagged in self.groups:
             if not pool.accepts(etype):
                 continue
             walked = self.walked.get((etype, base, tagged))
-            if walked is None or walked[0].tokens < tokens:  # (its pages left out rows)
+            if walked is None:
                 walked = self.walked[etype, base, tagged] = (
-                    _Group(etype, base, tagged, ceilings if tagged else untagged, first,
-                           tokens), [])
+                    _Group(etype, base, tagged, ceilings if tagged else untagged, first), [])
             groups.append(walked[0])
             read.append(walked[1])
             for row in walked[1]:  # what earlier pools read of it, still to be had
