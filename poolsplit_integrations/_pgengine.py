@@ -545,17 +545,19 @@ class _Group:
     the recency of the newest unread row at most, every context factor at
     its ceiling (the tag factor's is 1 for a group without tags), multiplied
     in the core's order (IEEE rounding is monotone, so the product of the
-    ceilings bounds the product of the factors).
+    ceilings bounds the product of the factors). ``rows``: every row the
+    group's pages gave, for each pool of the call that draws from it.
     """
 
     __slots__ = ("after", "after_key", "base", "bound", "ceilings", "done", "etype", "limit",
-                 "tagged")
+                 "rows", "tagged")
 
     def __init__(self, etype: str, base: float, tagged: bool,
                  ceilings: tuple[float, float, float], limit: int) -> None:
         self.etype, self.base, self.tagged, self.limit = etype, base, tagged, limit
         self.ceilings = ceilings  # (tags, project, message)
         self.after, self.after_key, self.done = _BEFORE, "", False  # the last row read
+        self.rows: list[Any] = []
         # a base that is not positive gives scores of at most 0 whatever the recency
         self.bound = core._score(base, 1.0, *ceilings) if base > 0 else 0.0
 
@@ -580,6 +582,7 @@ class _Group:
 
     def read(self, rows: list[Any], until: int, limit: int, now_us: int) -> None:
         """Move past ``rows``, the page this group read (up to ``until``, ``limit`` rows)."""
+        self.rows.extend(rows)
         if rows:
             self.after, self.after_key = rows[-1]["walk"], rows[-1]["key"]
         if len(rows) < limit:  # every row up to the cut is read
@@ -629,11 +632,11 @@ class DatabaseEngine:
         self.by_key: dict[str, int] = {}  # a row the database scored: its position
         self.statement, self.values = _PAGE, _VALUES.format(live=_live(store))
         self.groups: list[tuple[str, float, bool]] | None = None  # read when first needed
-        # Each group as far as the call's pools read it, and its rows read: a pool that
+        # Each group as far as the call's pools read it, with its rows read: a pool that
         # draws from a group an earlier pool read goes on from there. Pages leave out the
         # rows costing more than ``tokens``, the most any pool of the call holds (set by
         # decide(); None: no row is left out), so what one pool read serves every pool.
-        self.walked: dict[tuple[str, float, bool], tuple[_Group, list[Any]]] = {}
+        self.walked: dict[tuple[str, float, bool], _Group] = {}
         self.tokens: int | None = None
         # Without a filter to apply to values and without expiry, the fill needs no
         # candidate's store row: each is read after it, all in one statement (resolve).
@@ -693,17 +696,16 @@ class DatabaseEngine:
         untagged = (1.0, *ceilings[1:])  # (an untagged row's tag factor is 1)
         tokens = _END if self.tokens is None else self.tokens
         held: list[tuple[float, str, str, Any]] = []  # (-score, created, key, row)
-        groups, read = [], []
+        groups = []
         for etype, base, tagged in self.groups:
             if not pool.accepts(etype):
                 continue
-            walked = self.walked.get((etype, base, tagged))
-            if walked is None:
-                walked = self.walked[etype, base, tagged] = (
-                    _Group(etype, base, tagged, ceilings if tagged else untagged, first), [])
-            groups.append(walked[0])
-            read.append(walked[1])
-            for row in walked[1]:  # what earlier pools read of it, still to be had
+            group = self.walked.get((etype, base, tagged))
+            if group is None:
+                group = self.walked[etype, base, tagged] = _Group(
+                    etype, base, tagged, ceilings if tagged else untagged, first)
+            groups.append(group)
+            for row in group.rows:  # what earlier pools read of it, still to be had
                 if not self._taken(row["key"], taken):
                     heapq.heappush(held, (*_rank(row), row))
         while True:
@@ -727,13 +729,12 @@ class DatabaseEngine:
             slots = max(room.entries, 1)
             target = -heapq.nsmallest(slots, held)[-1][0] if len(held) >= slots else None
             least = target if target is not None else (-held[0][0] if held else -math.inf)
-            reading = [k for k, g in enumerate(groups) if not g.done and g.bound >= least]
-            cuts = [groups[k].cut(target, self.call.now_us) for k in reading]
+            reading = [g for g in groups if not g.done and g.bound >= least]
+            cuts = [g.cut(target, self.call.now_us) for g in reading]
             params.update(
-                etypes=[groups[k].etype for k in reading], bases=[groups[k].base for k in reading],
-                tagged=[groups[k].tagged for k in reading],
-                after=[groups[k].after for k in reading],
-                after_keys=[groups[k].after_key for k in reading],
+                etypes=[g.etype for g in reading], bases=[g.base for g in reading],
+                tagged=[g.tagged for g in reading],
+                after=[g.after for g in reading], after_keys=[g.after_key for g in reading],
                 until=[c[0] for c in cuts], limits=[c[1] for c in cuts], tokens=tokens)
             pages: list[list[Any]] = [[] for _ in reading]
             for row in self.fetch(self.statement, params):
@@ -741,9 +742,8 @@ class DatabaseEngine:
                 pages[row["grp"] - 1].append(row)
                 if not self._taken(row["key"], taken):  # (an earlier pool loaded it)
                     heapq.heappush(held, (*_rank(row), row))
-            for k, page, (until, limit) in zip(reading, pages, cuts):
-                groups[k].read(page, until, limit, self.call.now_us)
-                read[k].extend(page)
+            for group, page, (until, limit) in zip(reading, pages, cuts):
+                group.read(page, until, limit, self.call.now_us)
 
     def _ranked(self, pool: core.Pool, taken: AbstractSet[int], room: core.Room
                 ) -> Iterator[tuple[Any, ...]]:
