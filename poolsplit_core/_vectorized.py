@@ -106,7 +106,7 @@ class _Postings:
 
     __slots__ = ("added", "first", "ids", "items", "offsets", "rows")
 
-    def __init__(self, ids: dict[str, int], items: np.ndarray, offsets: np.ndarray,
+    def __init__(self, ids: _Vocabulary, items: np.ndarray, offsets: np.ndarray,
                  rows: np.ndarray) -> None:
         self.ids = ids  # item -> its id (shared; it may hold items this block does not)
         self.items = items  # the ids the block holds, ascending
@@ -120,7 +120,7 @@ class _Postings:
                       else None)
 
     @staticmethod
-    def vocabulary(dropped: Iterable[str] = ()) -> dict[str, int]:
+    def vocabulary(dropped: Iterable[str] = ()) -> _Vocabulary:
         """A new vocabulary: an item read for the first time takes the next id.
 
         ``dropped`` items take the first ids (below their count): a build
@@ -136,7 +136,7 @@ class _Postings:
                    np.zeros(0, np.int32))
 
     @classmethod
-    def build(cls, rows_items: Iterable[Collection[str]], count_rows: int, ids: dict[str, int],
+    def build(cls, rows_items: Iterable[Collection[str]], count_rows: int, ids: _Vocabulary,
               dropped: int = 0) -> _Postings:
         """The postings of ``rows_items`` (the items of row 0, row 1, ...) in one sorted block.
 
