@@ -54,11 +54,13 @@ once: ``PreparedStore``) is copied beside it; this file never imports it.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import inspect
 import math
 import numbers
 import re
+import warnings
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
@@ -132,7 +134,8 @@ class Pool:
     ``scope="always"`` entries bypass both. ``types=None`` accepts every type.
     A list or set of types is stored as a tuple (a set in sorted order), so a
     pool stays frozen and hashable. A bare string is refused: ``types="skill"``
-    would otherwise mean the letters s, k, i, l.
+    would otherwise mean the letters s, k, i, l. An empty ``types=()`` takes
+    no entry at all, and warns (``UserWarning``).
     """
 
     name: str
@@ -154,6 +157,10 @@ class Pool:
             if value < 0:
                 raise ValueError(f"Pool {self.name!r}: {field} must be >= 0, got {value}")
         object.__setattr__(self, "types", _check_types(self.name, self.types))
+        if self.types == ():
+            warnings.warn(f"Pool {self.name!r} takes no type (types=()): it loads nothing, not"
+                          " even a correction; name its types, or pass types=None for every"
+                          " type", UserWarning, stacklevel=3)
 
     def accepts(self, entry_type: Any) -> bool:
         """Return True when this pool draws entries of ``entry_type``.
@@ -803,6 +810,7 @@ def retrieve(
     is_active: ActivityTest = default_is_active,
     now: Optional[datetime] = None,
     max_always_tokens: Optional[int] = None,
+    strict: bool = False,
 ) -> List[E]:
     """Fill one pool: every active always-scope entry, then the best-scored rest.
 
@@ -828,10 +836,26 @@ def retrieve(
     ``max_always_tokens`` caps the always tier: when the always-scope entries
     that load cost more, the call raises :class:`AlwaysScopeOverflowError`
     rather than drop one (``None``, the default: no ceiling).
+
+    ``strict=True`` first refuses a store the spec would read leniently, as
+    its writer surely did not mean it: one ``ValueError`` lists every
+    problem, naming the entry, the field and the value (a ``scope`` of
+    ``"Always"``, an unreadable ``created``, a ``created`` more than a day
+    after ``now``, ``tags`` written as one str, two entries with one
+    ``id``, ...). The rules are those of ``poolsplit check``; the default,
+    ``False``, is the spec's reading.
+
+    >>> retrieve([{"id": "fix", "scope": "Always"}], Pool("all", 10, 1), strict=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 problem in the entries:
+      entry id='fix': scope must be 'always', 'contextual' or absent, got 'Always'
     """
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
     call = _Call(entries, context, scorer, token_counter, is_active, now)
+    if _check_strict(strict):
+        _refuse(_store_problems(call.entries, call.now))
     filled = fill_pools(call, [pool], max_always_tokens)[pool.name]
     return [*map(call.entries.__getitem__, filled.always),
             *(call.entries[candidate[0]] for candidate in filled.selected)]
@@ -851,6 +875,7 @@ def retrieve_pools(
     now: Optional[datetime] = None,
     max_always_tokens: Optional[int] = None,
     always_pool: bool = False,
+    strict: bool = False,
 ) -> Dict[str, List[E]]:
     """Fill several pools in order; an entry lands in at most one pool.
 
@@ -867,7 +892,8 @@ def retrieve_pools(
     ``ValueError``; a single ``Pool`` instead of a sequence raises ``TypeError``.
     Each entry is tested, scored and measured at most once per call.
     ``max_always_tokens`` caps the always tier of the whole call (all pools
-    together), as for :func:`retrieve`.
+    together), as for :func:`retrieve`. An empty ``pools`` fills nothing
+    (``{}``); with ``always_pool=True``, only the always tier loads.
 
     ``always_pool=True`` loads every active always-scope entry, even one
     whose type no pool accepts: those load in one more pool named
@@ -883,9 +909,13 @@ def retrieve_pools(
     ...                      always_pool=True)
     >>> {name: [e["id"] for e in picked] for name, picked in got.items()}
     {'tasks': ['t'], 'always': ['fix']}
+
+    ``strict=True`` refuses a store with a problem first, as for :func:`retrieve`.
     """
     checked = _call_pools(_check_pools(pools), always_pool)
     call = _Call(entries, context, scorer, token_counter, is_active, now)
+    if _check_strict(strict):
+        _refuse(_store_problems(call.entries, call.now))
     get = call.entries.__getitem__
     return {name: [*map(get, filled.always), *(get(candidate[0]) for candidate in filled.selected)]
             for name, filled in fill_pools(call, checked, max_always_tokens).items()}
@@ -1339,7 +1369,9 @@ class Decision:
     ``inactive`` and ``no_pool``). ``score`` is set for contextual entries,
     ``cost`` wherever a pool considered the entry, ``tokens_left`` (the near
     miss) for ``over_tokens``, and ``rank`` (0-based load order in its pool)
-    for loaded entries.
+    for loaded entries. ``notes`` says in words how a field was read when
+    that explains the rank (a ``created`` in the future, or unreadable,
+    counted as 0 days old); two Decisions are equal whatever their notes.
     """
 
     entry: Mapping[str, Any]
@@ -1350,6 +1382,7 @@ class Decision:
     cost: Optional[int] = None
     tokens_left: Optional[int] = None
     rank: Optional[int] = None
+    notes: Tuple[str, ...] = dataclasses.field(default=(), compare=False)
 
     @property
     def loaded(self) -> bool:
@@ -1410,6 +1443,7 @@ def explain_pools(
     now: Optional[datetime] = None,
     max_always_tokens: Optional[int] = None,
     always_pool: bool = False,
+    strict: bool = False,
 ) -> Explanation:
     """Run :func:`retrieve_pools` and say why each entry was or was not loaded.
 
@@ -1436,17 +1470,34 @@ def explain_pools(
     rather than ``no_pool``, and that pool has a ledger (no budget: its
     ``always`` and ``always_tokens`` count its entries) only when at least
     one entry loads in it.
+
+    A contextual entry scored with the default score whose ``created`` the
+    score counted as 0 days old although it names a time, one that is in
+    the future or that the core does not read, gets a Decision whose
+    ``notes`` say so: why it ranks as if brand new.
+
+    >>> now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    >>> got = explain_pools([{"id": "n", "created": "2099-01-01"}], [Pool("all", 10, 1)], now=now)
+    >>> print(got.decisions[0].notes[0])
+    created '2099-01-01' is later than now (2026-03-01T00:00:00+00:00): counted as 0 days old
+
+    ``strict=True`` refuses a store with a problem first, as for :func:`retrieve`.
     """
     checked = _call_pools(_check_pools(pools), always_pool)
     call = _Call(entries, context, scorer, token_counter, is_active, now, every=True)
+    if _check_strict(strict):
+        _refuse(_store_problems(call.entries, call.now))
     trace: Dict[int, Decision] = {}
     ledgers: Dict[str, Ledger] = {}
     fill_pools(call, checked, max_always_tokens, trace, ledgers)
     active = set(call.active)
     decisions = []
+    dated = call.options is not None  # the default score: recency from created
     for i, entry in enumerate(call.entries):
         if i in trace:
-            decisions.append(trace[i])
+            decision = trace[i]
+            note = _created_note(entry, call.now) if dated and decision.score is not None else ""
+            decisions.append(dataclasses.replace(decision, notes=(note,)) if note else decision)
         else:
             outcome = "no_pool" if i in active else "inactive"
             decisions.append(Decision(entry, i, outcome))
@@ -1474,7 +1525,19 @@ class AlwaysScopeOverflowError(ValueError):
 
 # -- Private helpers ---------------------------------------------------------
 
-# ISO-8601 digits are ASCII: a timestamp in other digits is unparseable (0 days).
+# The times the core reads (``created``): ISO 8601's extended format, exactly this
+# grammar, after the text's surrounding whitespace is stripped:
+#
+#   YYYY-MM-DD [(T|t|space) HH [:MM [:SS [(.|,)digits]]]] [spaces] [Z | z | (+|-)HH[[:]MM]]
+#
+# ASCII digits only; a real calendar date (years 0001-9999); hours 00-23, minutes and
+# seconds 00-59; an offset HH*60+MM under 24 hours; the fraction's first six digits
+# (microseconds); no offset means UTC. Anything else -- ISO 8601's basic format
+# (20260101T000000Z), a week date (2026-W01-1), an ordinal date (2026-001), an offset
+# with seconds (+05:30:15), digits of another script -- is no time: the spec's lenient
+# reading counts it as 0 days old, and a strict reading refuses it, naming the extended
+# spelling of the same instant (:func:`_time_hint`). The database engine's SQL
+# (poolsplit_v1.time_us) reads this same grammar.
 _ISO = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
     r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?)?"
@@ -1798,3 +1861,262 @@ def _takes_now(fn: Callable[..., Any]) -> bool:
         or (p.name == "now" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         for p in params
     )
+
+
+# -- The strict reading: strict=True, and poolsplit_core.checks --------------
+
+# The spec reads a store leniently ("Always" is contextual, an unreadable created 0 days
+# old); strict=True and the package's checks (every component's writes) refuse it, naming
+# each problem. The rules live here, once, so that this file alone can apply them.
+
+#: How far past ``now`` a strict ``created`` may be. One day: a naive local time read as
+#: UTC is at most 14 hours ahead (UTC+14), and a clock a few hours off passes too.
+_FUTURE_TOLERANCE = timedelta(days=1)
+_SCOPES = ("always", "contextual")
+_SHOWN_LONGEST = 80  # a value shown in a problem is cut to this many characters
+_TIME_RULE = ("must be an ISO 8601 time in the extended format (YYYY-MM-DD, optionally"
+              " then THH:MM:SS, a fraction and Z or +HH:MM), such as '2026-01-31T09:00:00Z'")
+
+
+def _check_strict(strict: Any) -> bool:
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, got {strict!r}")
+    return strict
+
+
+def _refuse(problems: Sequence[str]) -> None:
+    """One ValueError listing every problem, if there is one."""
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise ValueError(f"{count} in the entries:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _store_problems(entries: Iterable[Any], now: Optional[datetime],
+                    labels: Optional[Sequence[str]] = None) -> List[str]:
+    """Every problem of a store, entry by entry: its fields, a future created, a repeated id.
+
+    ``labels`` name the entries (default: ``entry id='x'``, else its index).
+    """
+    moment = _utc_now(now)
+    listed = list(entries)
+    again = {i: (first, entry_id) for first, i, entry_id in _repeated_ids(listed)}
+    problems: List[str] = []
+    for i, entry in enumerate(listed):
+        label = _problem_label(entry, i) if labels is None else labels[i]
+        problems += _entry_problems(entry, label)
+        if not isinstance(entry, Mapping):
+            continue
+        problems += _future_problems(entry, label, moment)
+        if i in again:
+            first, entry_id = again[i]
+            problems.append(
+                f"{f'entry at index {i}' if labels is None else label}: id"
+                f" {_shown_value(entry_id)} is also the id of the entry at index {first};"
+                " each entry needs its own id")
+    return problems
+
+
+def _repeated_ids(entries: Iterable[Any]) -> Iterator[Tuple[int, int, Any]]:
+    """``(first, i, id)`` for each entry ``i`` whose hashable ``id`` entry ``first`` holds too."""
+    first: Dict[Any, int] = {}  # each id -> the index of the first entry holding it
+    for i, entry in enumerate(entries):
+        entry_id = entry.get("id") if isinstance(entry, Mapping) else None
+        if entry_id is not None and _hashable(entry_id):
+            held = first.setdefault(entry_id, i)
+            if held != i:
+                yield held, i, entry_id
+
+
+def _future_problems(entry: Mapping[str, Any], label: str, now: datetime) -> List[str]:
+    """A ``created`` later than ``now`` (aware) plus :data:`_FUTURE_TOLERANCE`, named."""
+    created = entry.get("created")
+    at = None if created is None else _time_us(created)
+    if at is None or at <= _epoch_us(now) + _FUTURE_TOLERANCE // _MICROSECOND:
+        return []
+    return [f"{label}: created must be at most {_FUTURE_TOLERANCE.days} day after now"
+            f" ({now.isoformat()}), got {_shown_value(created)}: a time in the future counts"
+            " as 0 days old, brand new, until that day"]
+
+
+def _entry_problems(entry: Any, label: str) -> List[str]:
+    """The problems of one entry's fields, each starting with ``label`` (no clock, no store)."""
+    if not isinstance(entry, Mapping):
+        return [f"{label}: must be a mapping (dict), got {type(entry).__name__}"]
+    problems: List[str] = []
+
+    def refuse(key: str, rule: str, why: str = "") -> None:
+        problems.append(f"{label}: {key} {rule}, got {_shown_value(entry[key])}{why}")
+
+    scope = entry.get("scope")
+    if scope is not None and not (isinstance(scope, str) and scope in _SCOPES):
+        refuse("scope", "must be 'always', 'contextual' or absent")
+    if "status" in entry and not _filled_str(entry["status"]):
+        refuse("status", "must be a non-empty str, such as 'active'")
+    created = entry.get("created")
+    if created is not None and _time_us(created) is None:
+        refuse("created", _TIME_RULE + ", or a datetime", _time_hint(created))
+    count = entry.get("token_count")
+    if count is not None and not (type(count) is not bool and isinstance(count, int)
+                                  and count > 0):
+        refuse("token_count", "must be a positive int")
+    if "tags" in entry:
+        problems += _tag_problems(entry["tags"], label)
+    pointer = entry.get("superseded_by")
+    if pointer is not None and not isinstance(pointer, str):
+        refuse("superseded_by", "must be a str (the id of the entry that replaces it) or None")
+    if "base_priority" in entry and not _finite_real(entry["base_priority"]):
+        refuse("base_priority", "must be a finite number")
+    if "type" in entry and not _filled_str(entry["type"]):
+        refuse("type", "must be a non-empty str")
+    if "user_id" in entry and not (_filled_str(entry["user_id"])
+                                   and entry["user_id"].strip()):
+        refuse("user_id", "must be a non-empty str, not only whitespace")
+    return problems
+
+
+def _problem_label(entry: Any, index: int) -> str:
+    """``entry id='x'`` for an entry with a hashable id, else ``entry at index 3``."""
+    if isinstance(entry, Mapping):
+        entry_id = entry.get("id")
+        if entry_id is not None and _hashable(entry_id):
+            return f"entry id={_shown_value(entry_id)}"
+    return f"entry at index {index}"
+
+
+def _tag_problems(tags: Any, label: str) -> List[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        parts = [part.strip() for part in tags.split(",") if part.strip()] or [tags]
+        written = ", ".join(f'"{part}"' for part in parts)
+        return [f"{label}: tags is the bare str {_shown_value(tags)}, read as one tag;"
+                f" write tags=[{written}]"]
+    rule = f"{label}: tags must be a list of str"
+    if isinstance(tags, (bytes, Mapping)) or not isinstance(tags, Iterable):
+        return [f"{rule}, got {type(tags).__name__}"]
+    if iter(tags) is tags:  # a generator: reading it would use it up, and the core refuses it
+        return [f"{rule}, got a one-shot {type(tags).__name__}"]
+    for tag in tags:
+        if not isinstance(tag, str):
+            return [f"{rule}, got {_shown_value(tags)} (holding {_shown_value(tag)})"]
+    return []
+
+
+def _filled_str(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _finite_real(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float: the core cannot read it
+        return False
+
+
+def _shown_value(value: Any) -> str:
+    """``repr(value)``, cut to :data:`_SHOWN_LONGEST` characters (a datetime in ISO form)."""
+    text = repr(value.isoformat()) if isinstance(value, datetime) else repr(value)
+    return text if len(text) <= _SHOWN_LONGEST else text[:_SHOWN_LONGEST - 3] + "..."
+
+
+# The ISO 8601 forms the core does not read (see _ISO) but a strict reading recognises,
+# to name the extended spelling of the same instant: a calendar date in the basic or the
+# extended format, a week date or an ordinal date, then a time in either format and an
+# offset, with seconds too.
+_ISO_OTHER = re.compile(
+    r"(?:(?P<week>[0-9]{4}-?W[0-9]{2}-?[1-7])|(?P<ordinal>[0-9]{4}-?[0-9]{3})"
+    r"|(?P<date>[0-9]{4}-?[0-9]{2}-?[0-9]{2}))"
+    r"(?:[Tt ](?P<time>(?P<hh>[0-9]{2})(?::?(?P<mi>[0-9]{2})"
+    r"(?::?(?P<ss>[0-9]{2})(?P<frac>[.,][0-9]+)?)?)?))?"
+    r"\s*(?P<zone>[Zz]|(?P<sign>[+-])(?P<oh>[0-9]{2})(?::?(?P<om>[0-9]{2})"
+    r"(?::?(?P<os>[0-9]{2}))?)?)?"
+)
+
+
+def _time_hint(value: Any) -> str:
+    """``, an ISO 8601 week date: write '2025-12-29', the same day`` (:func:`_other_iso`)."""
+    other = _other_iso(value)
+    if other is None:
+        return ""
+    return f", {other[0]}: write {other[1]!r}, the same {'instant' if 'T' in other[1] else 'day'}"
+
+
+def _other_iso(value: Any) -> Optional[Tuple[str, str]]:
+    """A time's other ISO 8601 form and its extended spelling (the same instant), or None.
+
+    The forms: basic format, a week or an ordinal date, an offset with seconds.
+    """
+    match = _ISO_OTHER.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    got = match.groupdict()
+    if got["week"]:
+        form = "an ISO 8601 week date"
+    elif got["ordinal"]:
+        form = "an ISO 8601 ordinal date"
+    elif "-" not in got["date"] or (got["mi"] and ":" not in got["time"]):
+        form = "ISO 8601's basic format"
+    elif got["os"]:
+        form = "an offset with seconds"
+    else:
+        return None  # the extended format with a field out of range: no other spelling
+    try:
+        day = _calendar_day(got)
+        moment = datetime(day.year, day.month, day.day, int(got["hh"] or 0),
+                          int(got["mi"] or 0), int(got["ss"] or 0))
+        zone = ""
+        if got["sign"]:
+            offset = timedelta(hours=int(got["oh"]), minutes=int(got["om"] or 0),
+                               seconds=int(got["os"] or 0))
+            if offset >= timedelta(days=1):
+                return None
+            if got["os"]:  # no extended offset has seconds: the same instant in UTC
+                moment -= offset if got["sign"] == "+" else -offset
+                zone = "Z"
+            else:
+                zone = f"{got['sign']}{got['oh']}:{got['om'] or '00'}"
+        elif got["zone"]:
+            zone = "Z"
+    except (ValueError, OverflowError):  # no such day or time
+        return None
+    timed = got["hh"] is not None or bool(got["os"])  # (converted to UTC: a time of day)
+    written = moment.date().isoformat() + (
+        f"T{moment:%H:%M:%S}" + ("." + got["frac"][1:] if got["frac"] else "") if timed
+        else "") + zone
+    if _time_us(written) is None:  # (a year outside 0001-9999 after the offset)
+        return None
+    return form, written
+
+
+def _created_note(entry: Mapping[str, Any], now: datetime) -> str:
+    """Why an entry's ``created`` counted as 0 days old although it names a time; else ""."""
+    created = entry.get("created")
+    if created is None:
+        return ""
+    at, other, shown = _time_us(created), _other_iso(created), _shown_value(created)
+    if at is None:
+        why = (f"{other[0]}, which the core does not read ({other[1]!r} in the extended format)"
+               if other else "not a time the core reads (ISO 8601's extended format)")
+    elif at > _epoch_us(now):
+        why = f"later than now ({now.isoformat()})"
+    else:
+        return ""
+    return f"created {shown} is {why}: counted as 0 days old"
+
+
+def _calendar_day(got: Mapping[str, Optional[str]]) -> date:
+    """The day of a week, ordinal or calendar date matched by :data:`_ISO_OTHER`."""
+    if got["week"]:
+        digits = got["week"].replace("-", "")  # YYYYWwwD
+        return date.fromisocalendar(int(digits[:4]), int(digits[5:7]), int(digits[7]))
+    if got["ordinal"]:
+        digits = got["ordinal"].replace("-", "")  # YYYYDDD
+        first = date(int(digits[:4]), 1, 1)
+        day = first + timedelta(days=int(digits[4:]) - 1)
+        if day.year != first.year:
+            raise ValueError(f"no day {digits[4:]} in {first.year}")
+        return day
+    digits = cast(str, got["date"]).replace("-", "")  # YYYYMMDD
+    return date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))

@@ -98,10 +98,13 @@ def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them(
 
     assert poolsplit_core.check_entries is checks.check_entries
     assert not hasattr(core, "check_entries")
-    assert list(inspect.signature(checks.check_entries).parameters) == ["entries"]
-    assert list(inspect.signature(checks.entry_problems).parameters) == ["entry", "label"]
+    assert list(inspect.signature(checks.check_entries).parameters) == ["entries", "now"]
+    assert list(inspect.signature(checks.entry_problems).parameters) == ["entry", "label",
+                                                                        "now"]
     assert list(inspect.signature(checks.refuse_bad_entries).parameters) == ["entries",
-                                                                            "labels"]
+                                                                            "labels", "now"]
+    assert checks.__all__ == ["FUTURE_TOLERANCE", "check_entries", "entry_problems",
+                              "refuse_bad_entries"]
 
 
 @pytest.mark.parametrize(("module", "name"), [
@@ -123,7 +126,7 @@ def test_outcomes_are_the_closed_set_in_the_order_they_are_decided():
 
 def test_decision_and_ledger_fields_are_the_documented_ones_in_order():
     assert [f.name for f in dataclasses.fields(core.Decision)] == [
-        "entry", "index", "outcome", "pool", "score", "cost", "tokens_left", "rank"]
+        "entry", "index", "outcome", "pool", "score", "cost", "tokens_left", "rank", "notes"]
     assert [f.name for f in dataclasses.fields(core.Ledger)] == [
         "pool", "max_tokens", "max_entries", "tokens_used", "selected", "always",
         "always_tokens", "skipped_tokens", "skipped_entries"]
@@ -161,11 +164,13 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
     ]
     for method, keywords in (
         (prepared.PreparedStore.retrieve_pools,
-         ["scorer", "now", "where", "max_always_tokens", "always_pool"]),
+         ["scorer", "now", "where", "max_always_tokens", "always_pool", "strict"]),
         (prepared.PreparedStore.explain_pools,
-         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool",
+          "strict"]),
         (prepared.PreparedStore.decide,
-         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool"]),
+         ["scorer", "now", "extra", "where", "include", "max_always_tokens", "always_pool",
+          "strict"]),
     ):
         params = inspect.signature(method).parameters.values()
         assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == [
@@ -175,13 +180,13 @@ def test_prepared_store_takes_its_build_options_and_query_options_by_keyword():
 
 @pytest.mark.parametrize(("function", "positional", "keywords"), [
     (core.retrieve, [("entries", inspect.Parameter.empty), ("pool", inspect.Parameter.empty),
-                     ("context", None)], KEYWORD_ONLY_DEFAULTS),
+                     ("context", None)], {**KEYWORD_ONLY_DEFAULTS, "strict": False}),
     (core.retrieve_pools, [("entries", inspect.Parameter.empty),
                            ("pools", inspect.Parameter.empty), ("context", None)],
-     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False}),
+     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False, "strict": False}),
     (core.explain_pools, [("entries", inspect.Parameter.empty),
                           ("pools", inspect.Parameter.empty), ("context", None)],
-     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False}),
+     {**KEYWORD_ONLY_DEFAULTS, "always_pool": False, "strict": False}),
 ])
 def test_entry_points_take_scorer_counter_activity_and_now_as_keyword_only(function, positional,
                                                                            keywords):

@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import copy
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_core import check_entries
-from poolsplit_core.checks import entry_problems, refuse_bad_entries
+from poolsplit_core.checks import FUTURE_TOLERANCE, entry_problems, refuse_bad_entries
 from poolsplit_core.poolsplit import Pool, explain_pools, retrieve_pools
 from poolsplit_core.prepared import PreparedStore
 from tests.core import strategies as s
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+TIME_RULE = ("created must be an ISO 8601 time in the extended format (YYYY-MM-DD, optionally"
+             " then THH:MM:SS, a fraction and Z or +HH:MM), such as '2026-01-31T09:00:00Z',"
+             " or a datetime")
 
 
 def problems_of(field, value):
-    return check_entries([{"id": "e1", field: value}])
+    return check_entries([{"id": "e1", field: value}], now=NOW)
 
 
 # (field, value) pairs each rule accepts, then those it refuses.
@@ -53,15 +56,10 @@ REFUSED = [
     ("status", None, "status must be a non-empty str, such as 'active', got None"),
     ("status", "", "status must be a non-empty str, such as 'active', got ''"),
     ("status", 3, "status must be a non-empty str, such as 'active', got 3"),
-    ("created", "garbage", "created must be an ISO-8601 time such as '2026-01-31T09:00:00Z',"
-                           " or a datetime, got 'garbage'"),
-    ("created", "2025-13-45", "created must be an ISO-8601 time such as"
-                              " '2026-01-31T09:00:00Z', or a datetime, got '2025-13-45'"),
-    ("created", "2026-01-01T24:00", "created must be an ISO-8601 time such as"
-                                    " '2026-01-31T09:00:00Z', or a datetime, got"
-                                    " '2026-01-01T24:00'"),
-    ("created", 1767225600, "created must be an ISO-8601 time such as '2026-01-31T09:00:00Z',"
-                            " or a datetime, got 1767225600"),
+    ("created", "garbage", f"{TIME_RULE}, got 'garbage'"),
+    ("created", "2025-13-45", f"{TIME_RULE}, got '2025-13-45'"),
+    ("created", "2026-01-01T24:00", f"{TIME_RULE}, got '2026-01-01T24:00'"),
+    ("created", 1767225600, f"{TIME_RULE}, got 1767225600"),
     ("token_count", True, "token_count must be a positive int, got True"),
     ("token_count", "5", "token_count must be a positive int, got '5'"),
     ("token_count", 5.0, "token_count must be a positive int, got 5.0"),
@@ -191,6 +189,75 @@ def test_refuse_bad_entries_names_entries_by_the_labels_given():
         refuse_bad_entries([{}, {"scope": "Always"}], ["document 'd1'", "document 'd2'"])
     with pytest.raises(ValueError, match="labels must name each entry once: got 1 labels for 2"):
         refuse_bad_entries([{}, {}], ["document 'd1'"])
+
+
+# --------------------------------------------------------------------------
+# The store's rules: a created in the future, an id two entries hold
+# --------------------------------------------------------------------------
+
+FUTURE = ("created must be at most 1 day after now (2026-03-01T00:00:00+00:00), got {}: a"
+          " time in the future counts as 0 days old, brand new, until that day")
+
+
+def test_the_tolerance_is_one_day():
+    assert FUTURE_TOLERANCE == timedelta(days=1)
+
+
+@pytest.mark.parametrize("created", [
+    NOW + timedelta(days=1), (NOW + timedelta(days=1)).isoformat(), "2026-03-02",
+    "2026-03-02T00:00:00Z", "2026-03-02T05:30:00+05:30", "2026-03-01T19:00:00-05:00",
+    datetime(2026, 3, 2), "2026-02-28", "1999-01-01", NOW,
+])
+def test_a_created_at_most_a_day_after_now_passes(created):
+    assert check_entries([{"id": "e1", "created": created}], now=NOW) == []
+
+
+@pytest.mark.parametrize("created", [
+    NOW + timedelta(days=1, microseconds=1), "2026-03-02T00:00:00.000001Z",
+    "2026-03-02T05:30:01+05:30", "2026-03-01T19:00:01-05:00", datetime(2026, 3, 2, 0, 0, 1),
+    "2062-03-01", "2099-01-01", "9999-12-31T23:59:59Z",
+])
+def test_a_created_later_than_a_day_after_now_is_refused_naming_the_tolerance(created):
+    [problem] = check_entries([{"id": "e1", "created": created}], now=NOW)
+    shown = repr(created.isoformat() if isinstance(created, datetime) else created)
+    assert problem == "entry id='e1': " + FUTURE.format(shown)
+
+
+def test_a_naive_now_is_utc_and_no_now_is_the_current_time():
+    assert check_entries([{"created": "2026-03-02T00:00:01Z"}],
+                         now=datetime(2026, 3, 1)) != []
+    assert check_entries([{"created": "9999-12-31"}]) != []  # later than any current time
+    assert check_entries([{"created": "2000-01-01"}]) == []
+
+
+def test_entry_problems_read_the_entry_alone_unless_given_the_time_of_a_write():
+    entry = {"id": "e1", "created": "2099-01-01"}
+    assert entry_problems(entry, "e") == []  # a stored entry reads the same tomorrow
+    assert entry_problems(entry, "e", now=NOW) == ["e: " + FUTURE.format("'2099-01-01'")]
+    assert entry_problems({"scope": "Always", "created": "2099-01-01"}, "e", now=NOW) == [
+        "e: scope must be 'always', 'contextual' or absent, got 'Always'",
+        "e: " + FUTURE.format("'2099-01-01'")]
+
+
+def test_an_id_two_entries_hold_is_listed_naming_both_indexes():
+    got = check_entries([{"id": "a"}, {"id": "b"}, {"id": "a", "scope": "Always"}, {},
+                         {"id": None}, {"id": ["x"]}, {"id": "a"}, {"id": None}, {"id": 1},
+                         {"id": 1}, {"id": "1"}], now=NOW)
+    again = "is also the id of the entry at index {}; each entry needs its own id"
+    assert got == [
+        "entry id='a': scope must be 'always', 'contextual' or absent, got 'Always'",
+        f"entry at index 2: id 'a' {again.format(0)}",
+        f"entry at index 6: id 'a' {again.format(0)}",
+        f"entry at index 9: id 1 {again.format(8)}",
+    ]
+
+
+def test_refuse_bad_entries_names_a_repeated_id_by_the_labels_given():
+    with pytest.raises(ValueError) as raised:
+        refuse_bad_entries([{"id": "a"}, {"id": "a"}], ["document 'a' (0)", "document 'a' (1)"])
+    assert str(raised.value) == (
+        "1 problem in the entries:\n  document 'a' (1): id 'a' is also the id of the entry at"
+        " index 0; each entry needs its own id")
 
 
 # --------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def reference_candidates(entries, pool, context, now, taken=frozenset(), include
 
 
 def big(pool):
-    return core.Pool(pool.name, HUGE, HUGE, pool.types)
+    return s.quiet_pool(pool.name, HUGE, HUGE, pool.types)
 
 
 def check_engine(make, entries, pool, context, now, taken, include):

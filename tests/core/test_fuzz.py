@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -168,6 +169,8 @@ def run_or_refuse(fn, *args, **kwargs):
         return None
 
 
+# A pool of no type (types=()) is drawn on purpose: it warns, and takes nothing.
+@pytest.mark.filterwarnings("ignore:Pool '.*' takes no type")
 @given(store=json_stores, pools=valid_pool_lists, context=fuzz_contexts, now=fuzz_nows,
        fns=fuzz_functions)
 def test_arbitrary_json_entries_give_a_valid_result_or_a_documented_error(

@@ -46,6 +46,8 @@ def test_the_check_sees_a_second_fill(tmp_path):
     assert room_spenders(second) == ["second.py:fill: tokens_left"]
 
 
-def test_the_vendorable_core_stays_at_most_1800_lines():
+def test_the_vendorable_core_stays_at_most_2150_lines():
+    # 1,800 for the spec's engine, and about 320 for the strict reading (strict=True):
+    # the rules of poolsplit_core.checks live in this file so that it can apply them alone.
     lines = Path(core.__file__).read_text(encoding="utf-8").count("\n")
-    assert lines <= 1800, lines
+    assert lines <= 2150, lines

@@ -371,6 +371,8 @@ def test_a_plan_written_to_json_and_read_back_gives_the_same_pools(tmp_path):
         "max_entries": plan.pools[1].max_entries, "types": list(plan.pools[1].types)}
 
 
+# A pool of no type (types=()) is drawn on purpose: it warns, and takes nothing.
+@pytest.mark.filterwarnings("ignore:Pool '.*' takes no type")
 @given(st.lists(st.builds(Pool, name=st.text(min_size=1, max_size=8),
                           max_tokens=st.integers(0, 10**6), max_entries=st.integers(0, 99),
                           types=st.one_of(st.none(), st.lists(st.text(max_size=5)).map(tuple))),

@@ -8,10 +8,12 @@ each path below meets the same error class and the same message.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import warnings
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from poolsplit_core.checks import check_entries, refuse_bad_entries
 from poolsplit_core.cli import load_queries, main
 from poolsplit_core.multilingual import unicode_words
 from poolsplit_core.plan import best_entry_coverage, coverage, pools_from_json
@@ -216,3 +218,155 @@ def test_the_cli_reads_a_pools_file_with_the_same_rule(tmp_path, capsys):
 
 def test_retrieve_pools_with_pool_mappings_returns_the_pool_names():
     assert list(retrieve_pools(STORE, AS_DATA, now=NOW)) == ["tasks", "notes"]
+
+
+# --------------------------------------------------------------------------
+# strict=True: the checks' rules and messages, opt-in on every core path
+# --------------------------------------------------------------------------
+
+#: Entries the spec reads leniently (each is silently another memory), and one clean.
+ODD = [
+    {"id": "fix", "scope": "Always", "content": "deploy with just"},
+    {"id": "t2", "type": "task", "created": "2026-13-45", "content": "deploy"},
+    {"id": "n2", "tags": "db,prod", "content": "release"},
+    {"id": "f1", "created": "2062-03-01", "content": "deploy soon"},
+    {"id": "b1", "created": "20260101T000000Z", "content": "deploy basic"},
+    {"id": "t1", "content": "deploy again"},
+    {"id": "ok", "content": "fine"},
+]
+
+#: Every core path that takes ``strict``, called with ``entries`` and it.
+STRICT_PATHS = {
+    "retrieve": lambda entries, **kw: retrieve(entries, POOLS[1], now=NOW, **kw),
+    "retrieve_pools": lambda entries, **kw: retrieve_pools(entries, POOLS, now=NOW, **kw),
+    "explain_pools": lambda entries, **kw: explain_pools(entries, POOLS, now=NOW, **kw),
+    "PreparedStore.retrieve_pools": lambda entries, **kw: PreparedStore(entries)
+    .retrieve_pools(POOLS, now=NOW, **kw),
+    "PreparedStore.explain_pools": lambda entries, **kw: PreparedStore(entries)
+    .explain_pools(POOLS, now=NOW, **kw),
+    "PreparedStore.decide": lambda entries, **kw: PreparedStore(entries).decide(
+        POOLS, now=NOW, **kw),
+    "PreparedStore.decide (extra)": lambda entries, **kw: PreparedStore(entries[:1]).decide(
+        POOLS, now=NOW, extra=entries[1:], **kw),
+}
+
+
+@pytest.mark.parametrize("path", list(STRICT_PATHS))
+def test_strict_refuses_with_the_message_refuse_bad_entries_gives(path):
+    with pytest.raises(ValueError) as expected:
+        refuse_bad_entries(ODD, now=NOW)
+    assert str(expected.value).startswith("5 problems in the entries:\n  entry id='fix': scope")
+    with pytest.raises(ValueError) as raised:
+        STRICT_PATHS[path](ODD, strict=True)
+    assert str(raised.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("path", list(STRICT_PATHS))
+def test_without_strict_the_spec_reads_the_same_store_leniently(path):
+    assert STRICT_PATHS[path](ODD) == STRICT_PATHS[path](ODD, strict=False)
+    clean = [entry for entry in ODD if not check_entries([entry], now=NOW)]
+    assert STRICT_PATHS[path](clean, strict=True) == STRICT_PATHS[path](clean)
+
+
+@pytest.mark.parametrize("path", list(STRICT_PATHS))
+def test_strict_must_be_a_bool(path):
+    with pytest.raises(TypeError, match="strict must be a bool, got 'yes'"):
+        STRICT_PATHS[path](ODD[-1:], strict="yes")
+
+
+def test_strict_refuses_two_entries_with_one_id_naming_both():
+    with pytest.raises(ValueError, match=r"entry at index 1: id 'a' is also the id of the entry"
+                                         r" at index 0"):
+        retrieve_pools([{"id": "a"}, {"id": "a"}], POOLS, now=NOW, strict=True)
+
+
+def test_a_strict_prepared_query_checks_the_entries_it_reads_and_no_other():
+    store = PreparedStore([{"id": "a", "user_id": "ana", "content": "deploy"},
+                           {"id": "b", "user_id": "bo", "scope": "Always"}])
+    ana = store.retrieve_pools(POOLS, now=NOW, where={"user_id": "ana"}, strict=True)
+    assert [e["id"] for e in ana["notes"]] == ["a"]
+    for query in (lambda: store.retrieve_pools(POOLS, now=NOW, strict=True),
+                  lambda: store.decide(POOLS, now=NOW, where={"user_id": "bo"}, strict=True),
+                  lambda: store.decide(POOLS, now=NOW, include=lambda e: e["id"] == "b",
+                                       strict=True),
+                  lambda: store.explain_pools(POOLS, now=NOW, where={"user_id": "ana"},
+                                              extra=[{"user_id": "ana", "tags": "db"}],
+                                              strict=True)):
+        with pytest.raises(ValueError, match="1 problem in the entries"):
+            query()
+
+
+def test_a_strict_future_check_reads_the_call_s_now():
+    late = [{"id": "n", "created": "2026-03-05"}]
+    with pytest.raises(ValueError, match=r"at most 1 day after now \(2026-03-01T00:00:00"):
+        retrieve_pools(late, POOLS, now=NOW, strict=True)
+    assert retrieve_pools(late, POOLS, now=NOW + timedelta(days=3), strict=True)["notes"] == late
+
+
+# --------------------------------------------------------------------------
+# explain_pools says why an entry dated in the future (or unreadably) ranks as new
+# --------------------------------------------------------------------------
+
+
+def test_explain_notes_a_created_counted_as_0_days_old_and_nothing_else():
+    store = [{"id": "new", "created": "2099-01-01", "content": "deploy"},
+             {"id": "basic", "created": "20260101T000000Z", "content": "deploy"},
+             {"id": "old", "created": "2026-01-01", "content": "deploy"},
+             {"id": "undated", "content": "deploy"},
+             {"id": "fix", "scope": "always", "created": "2099-01-01"}]
+    got = {d.entry["id"]: d for d in explain_pools(store, POOLS, now=NOW).decisions}
+    assert got["new"].notes == ("created '2099-01-01' is later than now"
+                                " (2026-03-01T00:00:00+00:00): counted as 0 days old",)
+    assert got["basic"].notes == (
+        "created '20260101T000000Z' is ISO 8601's basic format, which the core does not read"
+        " ('2026-01-01T00:00:00Z' in the extended format): counted as 0 days old",)
+    assert got["new"].score == got["undated"].score > got["old"].score  # why it ranks first
+    for quiet in ("old", "undated", "fix"):  # read as written; an always-scope one is unscored
+        assert got[quiet].notes == ()
+    custom = explain_pools(store, POOLS, now=NOW, scorer=lambda entry, context: 1.0)
+    assert all(d.notes == () for d in custom.decisions)  # its reading of created is its own
+    # a note is an explanation, not a decision: the loaded Decisions equal decide()'s
+    assert PreparedStore(store).decide(POOLS, now=NOW) == explain_pools(
+        store, POOLS, now=NOW).loaded()
+
+
+def test_the_cli_explain_prints_the_note_after_the_reason(tmp_path, capsys):
+    path = tmp_path / "store.json"
+    path.write_text(json.dumps([{"id": "new", "created": "2099-01-01", "content": "x"}]))
+    args = ["explain", str(path), "--pool", "all:10:2", "--now", "2026-03-01"]
+    assert main(args) == 2  # strict: refused, naming the rule
+    assert "created must be at most 1 day after now" in capsys.readouterr().err
+    assert main([*args, "--no-strict"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "new" in line)
+    assert line.endswith("; created '2099-01-01' is later than now"
+                         " (2026-03-01T00:00:00+00:00): counted as 0 days old")
+    assert main([*args, "--no-strict", "--json"]) == 0
+    [decision] = json.loads(capsys.readouterr().out)["decisions"]
+    assert decision["notes"] == ["created '2099-01-01' is later than now"
+                                 " (2026-03-01T00:00:00+00:00): counted as 0 days old"]
+    assert decision["reason"].endswith("counted as 0 days old")
+
+
+# --------------------------------------------------------------------------
+# A pool of no type takes nothing: said at construction
+# --------------------------------------------------------------------------
+
+
+def test_a_pool_of_no_type_warns_naming_the_pool():
+    message = r"Pool 'none' takes no type \(types=\(\)\): it loads nothing, not even a correction"
+    for types in ((), [], set()):
+        with pytest.warns(UserWarning, match=message) as caught:
+            Pool("none", 100, 2, types)
+        assert caught[0].filename == __file__  # it points at the caller's line
+    with pytest.warns(UserWarning, match=r"Pool 'none' takes no type"):
+        retrieve_pools(STORE, [{"name": "none", "max_tokens": 1, "max_entries": 1,
+                                "types": []}], now=NOW)
+
+
+def test_a_pool_with_types_or_every_type_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Pool("every", 100, 2)
+        Pool("some", 100, 2, ("task",))
+        Pool("corrections only", 0, 0, ("correction",))
+        retrieve_pools(STORE, [], now=NOW, always_pool=True)
