@@ -183,7 +183,8 @@ class PreparedStore:
     :meth:`delete` removes one by ``id`` -- none of them rebuilds. Entries
     without an ``id`` can be added but not upserted or deleted; an ``id``
     held by several stored entries (allowed, as in a plain list) makes
-    upsert and delete refuse it as ambiguous. An entry is read when it is
+    upsert and get refuse it as ambiguous, and delete removes every entry
+    holding it. An entry is read when it is
     written: one the default scorer would refuse (a non-numeric
     ``base_priority``, ``tags`` that are not strings) is refused then, naming
     it, rather than on every later query. The store notices nothing changed
@@ -375,22 +376,44 @@ class PreparedStore:
             self._keep_views(slot, replaced, entry)
 
     def delete(self, entry_id: Any) -> None:
-        """Remove the stored entry with this ``id``, without a rebuild.
+        """Remove every stored entry with this ``id``, without a rebuild.
 
-        Raises KeyError when no stored entry has the id, ValueError when
-        several do.
+        >>> store = PreparedStore([{"id": "a"}, {"id": "b"}, {"id": "a", "content": "twin"}])
+        >>> store.delete("a")
+        >>> [e["id"] for e in store.entries]
+        ['b']
+
+        One entry, unless the store was given several with one ``id`` (as a
+        plain list may hold): then all of them, so that an id can always be
+        forgotten. Raises KeyError when no stored entry has the id.
         """
         with self._lock:
-            slot = self._slot_of(entry_id, "delete")
-            if slot is None:
-                raise KeyError(f"no stored entry has id={entry_id!r}")
-            part, n = self._locate(slot)
-            part.index.remove(n)
-            deleted, self._slots[slot] = self._slots[slot], _DELETED
-            self._gaps = gaps = self._gaps[:]  # a new list (invariant 1)
-            bisect.insort(gaps, slot)
-            del self._by_id[entry_id]  # a shared id is refused before this
-            self._keep_views(slot, deleted, None)
+            self._check_id(entry_id, "delete")
+            slots = self._shared_ids.pop(entry_id, None)
+            if slots is None:
+                slot = self._by_id.pop(entry_id, None)
+                if slot is None:
+                    raise KeyError(f"no stored entry has id={entry_id!r}")
+                slots = [slot]
+            gaps = self._gaps[:]  # a new list (invariant 1)
+            for slot in slots:
+                part, n = self._locate(slot)
+                part.index.remove(n)
+                deleted, self._slots[slot] = self._slots[slot], _DELETED
+                bisect.insort(gaps, slot)
+                self._keep_views(slot, deleted, None)
+            self._gaps = gaps
+
+    def _holding(self, entry_id: Any) -> List[Mapping[str, Any]]:
+        """The stored entries with this ``id``, in store order (none for None or unhashable)."""
+        if entry_id is None or not _hashable(entry_id):
+            return []
+        with self._lock:
+            slots = self._shared_ids.get(entry_id)
+            if slots is None:
+                slot = self._by_id.get(entry_id)
+                slots = [] if slot is None else [slot]
+            return [self._slots[slot] for slot in slots]
 
     def get(self, entry_id: Any, default: Optional[Mapping[str, Any]] = None,
             ) -> Optional[Mapping[str, Any]]:
@@ -401,7 +424,7 @@ class PreparedStore:
         ('old', None)
 
         Raises ValueError when several stored entries hold the id (as upsert
-        and delete do), TypeError for an unhashable id.
+        does; delete removes them all), TypeError for an unhashable id.
         """
         if entry_id is None:
             return default
@@ -419,15 +442,21 @@ class PreparedStore:
         where: Optional[Mapping[str, Any]] = None,
         max_always_tokens: Optional[int] = None,
         always_pool: bool = False,
+        strict: bool = False,
     ) -> Dict[str, List[Mapping[str, Any]]]:
         """What :func:`retrieve_pools` gives over the stored entries (``where`` as for decide).
 
         ``scorer=None`` (in every query method) is the store's own scorer;
         ``always_pool`` (in every query method) is as for :func:`retrieve_pools`,
-        over the kept entries.
+        over the kept entries. ``strict=True`` (in every query method) first
+        refuses the kept entries (and ``extra``) as :func:`retrieve_pools`
+        does, naming every problem: it reads each of them, so such a query
+        costs what a stateless one does (to keep a query's speed, check the
+        entries once, as they are written: ``poolsplit_core.check_entries``).
         """
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
+        self._refuse_bad(strict, [], where, None, now)
         walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [], where,
                             None, max_always_tokens, lists=True)
         if walked is None:
@@ -448,6 +477,7 @@ class PreparedStore:
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
         always_pool: bool = False,
+        strict: bool = False,
     ) -> Explanation:
         """What :func:`explain_pools` gives over the stored entries (every entry is read).
 
@@ -458,8 +488,10 @@ class PreparedStore:
         """
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
+        extra = _check_entries(extra)
+        self._refuse_bad(strict, extra, where, include, now)
         keep = _both(_matcher(where), include)
-        entries = self._entries_with(_check_entries(extra))
+        entries = self._entries_with(extra)
         return self._stateless(entries, checked, context, scorer, now, keep, max_always_tokens,
                                always_pool)
 
@@ -475,6 +507,7 @@ class PreparedStore:
         include: Optional[Callable[[Mapping[str, Any]], bool]] = None,
         max_always_tokens: Optional[int] = None,
         always_pool: bool = False,
+        strict: bool = False,
     ) -> Dict[str, List[Decision]]:
         """The loaded entries of each pool as Decisions (score, cost, rank), in load order.
 
@@ -493,6 +526,7 @@ class PreparedStore:
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         extra = _check_entries(extra)
+        self._refuse_bad(strict, extra, where, include, now)
         if extra and not len(self):  # nothing indexed: indexing the extras costs more
             return self._decided_unindexed(_call_pools(checked, always_pool), context, scorer,
                                            now, extra, _both(_matcher(where), include),
@@ -507,6 +541,17 @@ class PreparedStore:
         chosen, filled, positions, cost = walked
         return _decisions(filled, cast(Dict[int, Mapping[str, Any]], chosen).__getitem__,
                           positions, cost)
+
+    def _refuse_bad(self, strict: bool, extra: List[Mapping[str, Any]],
+                    where: Optional[Mapping[str, Any]],
+                    include: Optional[Callable[[Mapping[str, Any]], bool]],
+                    now: Optional[datetime]) -> None:
+        """``strict=True``: refuse the entries a query reads (kept, then ``extra``), as the core."""
+        if core._check_strict(strict):
+            keep = _both(_matcher(where), include)
+            entries = self._entries_with(extra)
+            core._refuse(core._store_problems(
+                entries if keep is None else list(filter(keep, entries)), _utc_now(now)))
 
     def _decided_unindexed(
         self,
@@ -735,6 +780,17 @@ class PreparedStore:
         return part, bisect.bisect_left(cast(MutableSequence[int], part.slots), slot)
 
     def _slot_of(self, entry_id: Any, verb: str, entry_without_id: bool = False) -> Optional[int]:
+        self._check_id(entry_id, verb, entry_without_id)
+        slots = self._shared_ids.get(entry_id)
+        if slots is not None:
+            at = ", ".join(str(s - bisect.bisect_left(self._gaps, s)) for s in slots)
+            raise ValueError(f"{verb}: id={entry_id!r} is held by {len(slots)} stored entries"
+                             f" (at {at}); {verb} needs a unique id (delete removes every"
+                             " entry holding one)")
+        return self._by_id.get(entry_id)
+
+    @staticmethod
+    def _check_id(entry_id: Any, verb: str, entry_without_id: bool = False) -> None:
         if entry_id is None:
             raise ValueError(
                 f"{verb} needs an entry with an 'id'" + (
@@ -742,12 +798,6 @@ class PreparedStore:
             )
         if not _hashable(entry_id):
             raise TypeError(f"{verb}: id must be hashable, got {entry_id!r}")
-        slots = self._shared_ids.get(entry_id)
-        if slots is not None:
-            at = ", ".join(str(s - bisect.bisect_left(self._gaps, s)) for s in slots)
-            raise ValueError(f"{verb}: id={entry_id!r} is held by {len(slots)} stored entries"
-                             f" (at {at}); {verb} needs a unique id")
-        return self._by_id.get(entry_id)
 
     def _entries_with(self, extra: List[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
         """The stored entries then ``extra``, copied under the lock for a stateless pass.
@@ -1746,7 +1796,7 @@ def _loaded(entry: Mapping[str, Any], index: int, outcome: str, pool: str,
             score: Optional[float], cost: int, rank: int) -> Decision:
     """``Decision(entry, index, outcome, pool, score=..., cost=..., rank=...)``, cheaper.
 
-    A frozen dataclass's ``__init__`` sets each of its eight fields through
+    A frozen dataclass's ``__init__`` sets each of its nine fields through
     ``object.__setattr__``, and :meth:`PreparedStore.decide` builds one per
     loaded entry (2,000 a query with a large always tier): this fills the new
     instance's fields in one step instead, at under half the cost.
@@ -1754,7 +1804,7 @@ def _loaded(entry: Mapping[str, Any], index: int, outcome: str, pool: str,
     decision = object.__new__(Decision)
     object.__setattr__(decision, "__dict__", {
         "entry": entry, "index": index, "outcome": outcome, "pool": pool, "score": score,
-        "cost": cost, "tokens_left": None, "rank": rank})
+        "cost": cost, "tokens_left": None, "rank": rank, "notes": ()})
     return decision
 
 

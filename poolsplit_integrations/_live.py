@@ -4,7 +4,9 @@ A component maps its documents or nodes to entries once, at construction,
 and writes to the store through the core's API (``upsert``/``delete``), so
 a write is seen by the very next query with nothing rebuilt
 (:class:`LiveStore`). Bad memory is refused where it enters
-(:func:`refuse_bad`), unless the component was built with ``strict=False``.
+(:func:`refuse_bad`), unless the component was built with ``strict=False``:
+a field with a problem, a ``created`` more than a day in the future, and two
+objects with one id (:func:`refuse_shared_ids`), which would name neither.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from poolsplit_core.poolsplit import (
     Decision,
     _hashable,
+    _repeated_ids,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -23,7 +26,7 @@ from poolsplit_core.poolsplit import (
 from poolsplit_core.prepared import PreparedStore
 from poolsplit_integrations._tenancy import carries_user
 
-__all__ = ["LiveStore", "refuse_bad"]
+__all__ = ["LiveStore", "refuse_bad", "refuse_shared_ids"]
 
 
 class LiveStore:
@@ -39,6 +42,12 @@ class LiveStore:
     ['b']
     >>> live.delete(["a"]); [live.object_of(e) for e in live.store.entries]
     ['doc-b']
+
+    Strict (the default), it refuses two items with one id, naming both
+    positions in ``what`` (the component's argument: ``documents``,
+    ``nodes``), and entries with a problem (:func:`refuse_bad`). Built with
+    ``strict=False`` it keeps them all, as the core does, and
+    :meth:`delete` of an id removes every entry holding it.
     """
 
     def __init__(
@@ -52,10 +61,12 @@ class LiveStore:
         key: Callable[[Any], Any] | None = None,
         store: PreparedStore | None = None,
         strict: bool = True,
+        what: str = "entries",
     ) -> None:
         pairs = list(items)
-        self.strict = strict
+        self.strict, self.what = strict, what
         if strict:
+            refuse_shared_ids([entry for entry, _ in pairs], what)
             refuse_bad([entry for entry, _ in pairs])
         self.key = key
         self.version = 0  # counts writes, so views of the objects know when to re-read
@@ -88,7 +99,7 @@ class LiveStore:
         return LiveStore(pairs, scorer=self.store.scorer, token_counter=self.store.token_counter,
                          is_active=self.store.is_active,
                          partition_key=self.store.partition_key, key=self.key,
-                         strict=self.strict)
+                         strict=self.strict, what=self.what)
 
     def object_of(self, entry: Mapping[str, Any]) -> Any:
         """The framework object an entry was mapped from (the entry itself if none)."""
@@ -114,17 +125,27 @@ class LiveStore:
         """Whether a stored object has this duplicate key (``key(obj)`` lists an object's keys)."""
         return self._keys.get(key, 0) > 0
 
-    def write(self, items: Sequence[tuple[Mapping[str, Any], Any]]) -> list[Any]:
+    def write(self, items: Sequence[tuple[Mapping[str, Any], Any]], *,
+              what: str = "entries") -> list[Any]:
         """Upsert each ``(entry, object)`` by the entry's ``id``; the ids, in order.
 
-        Every entry is read first (a bad field refused, naming it) so a
-        refused batch writes nothing.
+        Every entry is read first (a bad field refused, naming it; strict, two
+        items of the batch with one id too, by their positions in ``what``)
+        so a refused batch writes nothing. An id several stored entries hold
+        (a store built with ``strict=False``) is refused: delete it first.
         """
         for entry, _ in items:
             if entry.get("id") is None:
                 raise ValueError(f"cannot write an entry without an id: {entry!r}")
         if self.strict:
+            refuse_shared_ids([entry for entry, _ in items], what)
             refuse_bad([entry for entry, _ in items])
+        for entry, _ in items:
+            held = len(self.store._holding(entry["id"]))
+            if held > 1:
+                raise ValueError(f"cannot write id {entry['id']!r}: {held} stored entries hold"
+                                 " it, so which one it replaces is unknown; delete it first"
+                                 " (which removes all of them), then write")
         PreparedStore([entry for entry, _ in items],  # reads (and refuses) before any write
                       scorer=self.store.scorer, token_counter=self.store.token_counter,
                       is_active=self.store.is_active)
@@ -149,20 +170,25 @@ class LiveStore:
         return entry["id"]
 
     def delete(self, ids: Iterable[Any]) -> None:
-        """Delete each entry by id; a ``KeyError`` names an unknown id before any delete."""
+        """Delete every entry holding each id; a ``KeyError`` names an unknown id first.
+
+        An id that several stored entries hold (kept by ``strict=False``)
+        removes them all: a memory can always be forgotten.
+        """
         listed = list(ids)
         with self._writing:
-            unknown = [i for i in listed if self._stored(i) is None]
+            unknown = [i for i in listed if not self.store._holding(i)]
             if unknown:
                 raise KeyError(f"no stored entry has id {unknown[0]!r} (ids {unknown!r}"
                                " unknown); nothing was deleted")
             for entry_id in listed:
-                old = self._stored(entry_id)
-                if old is not None:
+                held = self.store._holding(entry_id)
+                if held:  # (an id listed twice: gone already)
                     self.store.delete(entry_id)
-                    self._forget(old)
-                    if self.users is not None:
-                        self.users -= carries_user(old)
+                    for old in held:
+                        self._forget(old)
+                        if self.users is not None:
+                            self.users -= carries_user(old)
                     self.version += 1
 
     def _stored(self, entry_id: Any) -> Mapping[str, Any] | None:
@@ -191,10 +217,29 @@ def refuse_bad(entries: Sequence[Mapping[str, Any]]) -> None:
 
     The rules are the core's :func:`poolsplit_core.checks.check_entries`
     (``scope`` "always"/"contextual"/absent, a non-empty ``status``, a
-    parseable ``created``, a positive int ``token_count``, ``tags`` not a
-    bare str, ...); each entry is named by its id (the framework's), else
-    its position. A component built with ``strict=False`` skips this.
+    parseable ``created`` at most a day after now, a positive int
+    ``token_count``, ``tags`` not a bare str, ...); each entry is named by
+    its id (the framework's), else its position. Now is the time of the
+    write, not a component's fixed scoring clock (``now=``, which replays
+    and tests pin): a ``created`` is refused for being later than when it
+    is written. A component built with ``strict=False`` skips this.
     """
     from poolsplit_core.checks import refuse_bad_entries
 
     refuse_bad_entries(entries)
+
+
+def refuse_shared_ids(entries: Sequence[Mapping[str, Any]], what: str) -> None:
+    """Refuse two entries with one id, naming both positions in ``what``.
+
+    >>> refuse_shared_ids([{"id": "a"}, {"id": "b"}, {"id": "a"}], "documents")
+    Traceback (most recent call last):
+    ...
+    ValueError: documents[0] and documents[2] both have id 'a': give each memory its own id
+
+    The id is the framework's (``Document.id``, the node id): a write or a
+    delete by it could name neither.
+    """
+    for first, i, entry_id in _repeated_ids(entries):
+        raise ValueError(f"{what}[{first}] and {what}[{i}] both have id {entry_id!r}:"
+                         " give each memory its own id")

@@ -73,7 +73,10 @@ def _optional_count(name: str, value: Any) -> int | None:
 
 
 def check_pools_arg(pools: Iterable[Any]) -> list[Any]:
-    """Validate an adapter's pool list at construction: non-empty, unique names.
+    """Validate an adapter's pool list at construction: Pools (or their data), unique names.
+
+    An empty list is allowed: the component then loads only the corrections
+    (``always_pool``), and warns that it does.
 
     A pool may be given as plain data (``{"name", "max_tokens", "max_entries",
     "types"}``, as serialised), read by the core's one rule, so a component

@@ -294,18 +294,21 @@ class _DocumentsView(Sequence[Document]):
     __iadd__ = _read_only
 
 
-def _live_store(documents: Sequence[Document], options: Options) -> LiveStore:
+def _live_store(documents: Sequence[Document], options: Options,
+                what: str = "documents") -> LiveStore:
     """The prepared store of ``documents`` (partitioned by the first required filter key).
 
     A Document without an id is stored as a copy with a new uuid4 id, which
-    the results carry and ``delete`` takes.
+    the results carry and ``delete`` takes. Strict, two Documents with one
+    id are refused, naming both positions in ``what``; with ``strict=False``
+    both are kept (and ``delete`` of that id removes both).
     """
     keys = _DocKeys()
     return LiveStore(
         [(to_entry(doc.page_content, doc.metadata, doc.id), doc)
          for doc in keys.identify(documents)],
         scorer=options.scorer, token_counter=options.token_counter, is_active=options.is_active,
-        partition_key=options.partition_key, key=keys, strict=options.strict,
+        partition_key=options.partition_key, key=keys, strict=options.strict, what=what,
     )
 
 
@@ -530,7 +533,7 @@ class _Component(OptionsModel):
     def _prepare(self, documents: Sequence[Document]) -> None:
         options = self.options()
         try:
-            self._live = _live_store(documents, options)
+            self._live = _live_store(documents, options, self._DOCUMENTS)
         except (TypeError, ValueError) as err:
             raise type(err)(f"{type(self).__name__}: {self._DOCUMENTS}: {err}") from err
         self.__dict__[self._DOCUMENTS] = _DocumentsView(self._live)
@@ -618,8 +621,10 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             id (a metadata ``id`` stays plain metadata), and a Document
             without one is stored as a copy with a new uuid4 id, which
             ``invoke`` returns and ``delete`` takes. Mapped to entries once, here.
+            Two Documents with one id are refused (``strict=False`` keeps both).
         pools: list[Pool]
-            At least one pool, unique names.
+            The reserved budgets, filled in order, unique names; an empty
+            list loads only the corrections (and says so in a warning).
         k: int | None
             Cap on the number of *contextual* documents across pools, filled
             round-robin in pool order. Always-scope documents are never cut
@@ -880,8 +885,10 @@ class PoolSplitRetriever(_Component, BaseRetriever):
 
         Each document's id is ``ids[i]`` when given, else ``Document.id``,
         else a new uuid4. A document whose id is stored replaces it in place
-        (a superseded correction); the others are appended. The next call
-        sees the write. Inputs are copied, never changed.
+        (a superseded correction); the others are appended. Two of
+        ``documents`` with one id are refused (``strict=False``: written in
+        order, so the last one stays). The next call sees the write. Inputs
+        are copied, never changed.
 
         Args:
             documents: The Documents to write.
@@ -896,7 +903,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Raises:
             TypeError: An item is not a Document, or an unknown keyword.
             ValueError: A document the scorer would refuse (e.g. a
-                non-numeric ``base_priority``), named; nothing is written.
+                non-numeric ``base_priority``), or (strict) one with a
+                problem or an id another of ``documents`` has, named;
+                nothing is written.
         """
         refuse_unknown(f"{type(self).__name__}.add_documents()", kwargs, ())
         docs = _check_documents(documents, "documents")
@@ -909,7 +918,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
                               metadata=dict(doc.metadata))
             items.append((to_entry(copied.page_content, copied.metadata, copied.id), copied))
         try:
-            written = self._live.write(items)
+            written = self._live.write(items, what="documents")
         except (TypeError, ValueError) as err:
             raise type(err)(f"{type(self).__name__}.add_documents: {err}") from err
         warn_unpooled(logger, type(self).__name__, [entry for entry, _ in items], self.pools,
@@ -924,6 +933,9 @@ class PoolSplitRetriever(_Component, BaseRetriever):
 
     def delete(self, ids: Sequence[str], **kwargs: Any) -> None:
         """Delete stored documents by id; the next call no longer sees them; no rebuild.
+
+        An id that several stored documents hold (kept with ``strict=False``)
+        deletes them all.
 
         Raises:
             KeyError: An id no stored document has (nothing is deleted).
@@ -1125,7 +1137,8 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
 
     Key init args:
         pools: list[Pool]
-            At least one pool, unique names.
+            The reserved budgets, filled in order, unique names; an empty
+            list loads only the corrections (and says so in a warning).
         pinned: list[Document]
             Documents that always join the candidates (mapped once, here).
         k, context, scorer, token_counter, is_active, now:

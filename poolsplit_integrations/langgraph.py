@@ -263,15 +263,17 @@ def _item_label(item: Item) -> str:
     return f"store item {tuple(item.namespace)!r} key {item.key!r}"
 
 
-def _strict_problems(entry: Mapping[str, Any], label: Callable[[], str]) -> list[str]:
+def _strict_problems(entry: Mapping[str, Any], label: Callable[[], str],
+                     now: datetime | None = None) -> list[str]:
     """The problems :func:`poolsplit_core.checks.entry_problems` finds, each naming ``label()``.
 
     The label is built only for an entry with a problem (a cold read checks
-    every item).
+    every item). ``now`` (a write's time) adds a ``created`` in the future;
+    a read never skips an item for the time it names.
     """
-    if not entry_problems(entry, ""):
+    if not entry_problems(entry, "", now=now):
         return []
-    return entry_problems(entry, label())
+    return entry_problems(entry, label(), now=now)
 
 
 def _renamed(exc: BaseException, message: str) -> BaseException:
@@ -1839,7 +1841,7 @@ class PoolSplitStore(BaseStore):
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{label()}: {exc}") from exc
             if self.strict:
-                problems += _strict_problems(entry, label)
+                problems += _strict_problems(entry, label, now=created)
         if problems:
             count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
             raise ValueError(

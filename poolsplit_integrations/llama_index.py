@@ -208,6 +208,17 @@ def _unique_nodes(nodes: Iterable[BaseNode], seen: set[str] | None = None) -> li
     return kept
 
 
+def _nodes_of(nodes: Iterable[BaseNode], options: Options) -> list[BaseNode]:
+    """``nodes`` checked, all of them when strict (the store refuses a repeated id), else unique."""
+    if not options.strict:
+        return _unique_nodes(nodes)
+    listed = list(nodes)
+    for node in listed:
+        if not isinstance(node, BaseNode):
+            raise TypeError(f"nodes must hold LlamaIndex nodes, got {type(node).__name__}")
+    return listed
+
+
 def _above(score: float) -> float:
     """The smallest convenient float strictly above ``score``: ``score + 1``."""
     bumped = score + 1.0
@@ -241,18 +252,20 @@ def _hiding_results(excluded: Sequence[str]) -> list[str]:
 
 
 def _live_store(nodes: Iterable[BaseNode], options: Options, owner: str,
-                all_memory: bool = True) -> LiveStore:
-    """The prepared store of ``nodes`` (ids kept once, first wins), warning of unpooled types.
+                all_memory: bool = True, what: str = "nodes") -> LiveStore:
+    """The prepared store of ``nodes``, warning of unpooled types.
 
-    Partitioned by the first required filter key, so a tenant's query walks
-    only that tenant's nodes.
+    Two nodes with one node id are refused, naming both positions in
+    ``what`` (``strict=False``: kept once, the first). Partitioned by the
+    first required filter key, so a tenant's query walks only that
+    tenant's nodes.
     """
     try:
-        live = LiveStore([(_node_entry(node), node) for node in _unique_nodes(nodes)],
+        live = LiveStore([(_node_entry(node), node) for node in _nodes_of(nodes, options)],
                          scorer=options.scorer, token_counter=options.token_counter,
                          is_active=options.is_active,
                          partition_key=options.partition_key, key=_node_keys,
-                         strict=options.strict)
+                         strict=options.strict, what=what)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{owner}: {err}") from err
     warn_unpooled(logger, owner, live.store.entries, options.pools, all_memory=all_memory)
@@ -266,10 +279,13 @@ def _node_keys(node: BaseNode) -> tuple[str]:
 
 def _write_nodes(live: LiveStore, nodes: Iterable[BaseNode], options: Options,
                  owner: str) -> list[Any]:
-    """Upsert ``nodes`` by id into ``live`` (a refused node names itself; nothing written)."""
-    items = [(_node_entry(node), node) for node in _unique_nodes(nodes)]
+    """Upsert ``nodes`` by id into ``live`` (a refused node names itself; nothing written).
+
+    Two of ``nodes`` with one node id are refused (``strict=False``: the first is kept).
+    """
+    items = [(_node_entry(node), node) for node in _nodes_of(nodes, options)]
     try:
-        written = live.write(items)
+        written = live.write(items, what="nodes")
     except (TypeError, ValueError) as err:
         raise type(err)(f"{owner}: {err}") from err
     warn_unpooled(logger, owner, [entry for entry, _ in items], options.pools, written=True)
@@ -719,7 +735,8 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         """Add or replace nodes by node id, as LlamaIndex indexes name it; no rebuild.
 
         A node whose id is stored replaces it in place (a superseded
-        correction); the others are appended. The next ``retrieve`` sees the
+        correction); the others are appended. Two of ``nodes`` with one node
+        id are refused (``strict=False``: the first is written). The next ``retrieve`` sees the
         write, on this retriever and on every one sharing its store
         (:meth:`with_filter`, a memory block reading through it).
 
@@ -1067,7 +1084,7 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         """Map and prepare the pinned nodes once, at construction."""
         super().model_post_init(context)
         self._live = _live_store(self.pinned, self.options(), type(self).__name__,
-                                 all_memory=False)
+                                 all_memory=False, what="pinned")
 
     def _postprocess_nodes(
         self,
@@ -1211,7 +1228,7 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
                                        token_counter=options.token_counter,
                                        is_active=options.is_active,
                                        partition_key=options.partition_key,
-                                       strict=options.strict)
+                                       strict=options.strict, what="store")
             except (TypeError, ValueError) as err:
                 raise type(err)(f"{owner}: store: {err}") from err
             warn_unpooled(logger, owner, self._live.store.entries, options.pools)

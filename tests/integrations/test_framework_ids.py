@@ -234,3 +234,77 @@ def test_postprocessor_and_memory_block_map_nodes_by_node_id():
     assert [h.node.node_id for h in got] == ["n-1", "n-2"]
     block = li.PoolSplitMemoryBlock(store=nodes, pools=POOLS, now=NOW)
     assert [e["id"] for e in block.entries()] == ["n-1", "n-2"]
+
+
+# --------------------------------------------------------------------------
+# One id, one memory: a repeated framework id is refused, or (lenient) forgotten whole
+# --------------------------------------------------------------------------
+
+
+def twins() -> list[Document]:
+    return [Document(id="a", page_content="alpha x", metadata={"type": "note"}),
+            Document(id="b", page_content="alpha b"),
+            Document(id="a", page_content="alpha y", metadata={"type": "note"})]
+
+
+def test_a_document_id_given_twice_is_refused_at_construction_naming_both_positions():
+    with pytest.raises(ValueError, match=r"PoolSplitRetriever: documents: documents\[0\] and"
+                                         r" documents\[2\] both have id 'a': give each memory"
+                                         r" its own id"):
+        lc_retriever(*twins())
+    with pytest.raises(ValueError, match=r"PoolSplitCompressor: pinned: pinned\[0\] and"
+                                         r" pinned\[2\] both have id 'a'"):
+        lc.PoolSplitCompressor(pools=POOLS, pinned=twins(), now=NOW)
+
+
+def test_a_lenient_retriever_keeps_both_and_delete_forgets_both():
+    retriever = lc_retriever(*twins(), strict=False)
+    assert sorted(d.page_content for d in retriever.invoke("alpha")) == [
+        "alpha b", "alpha x", "alpha y"]
+    with pytest.raises(ValueError, match=r"cannot write id 'a': 2 stored entries hold it.*"
+                                         r" delete it first"):
+        retriever.add_documents([Document(id="a", page_content="alpha z")])
+    assert len(retriever.documents) == 3  # nothing written
+    retriever.delete(["a"])
+    assert [d.id for d in retriever.invoke("alpha")] == ["b"]
+    assert [d.id for d in retriever.documents] == ["b"]
+    with pytest.raises(KeyError, match="no stored entry has id 'a'"):
+        retriever.delete(["a"])
+    assert retriever.add_documents([Document(id="a", page_content="alpha z")]) == ["a"]
+    assert sorted(d.id for d in retriever.invoke("alpha")) == ["a", "b"]
+
+
+def test_add_documents_refuses_one_id_twice_in_a_batch_and_replaces_a_stored_one():
+    retriever = lc_retriever(Document(id="a", page_content="alpha old"))
+    with pytest.raises(ValueError, match=r"add_documents: documents\[0\] and documents\[1\]"
+                                         r" both have id 'n'"):
+        retriever.add_documents([Document(id="n", page_content="alpha 1"),
+                                 Document(id="n", page_content="alpha 2")])
+    with pytest.raises(ValueError, match=r"documents\[0\] and documents\[1\] both have id 'x'"):
+        retriever.add_documents([Document(page_content="alpha 1"),
+                                 Document(page_content="alpha 2")], ids=["x", "x"])
+    assert [d.id for d in retriever.documents] == ["a"]  # nothing written
+    assert retriever.add_documents([Document(id="a", page_content="alpha new")]) == ["a"]
+    assert [d.page_content for d in retriever.documents] == ["alpha new"]  # in place
+
+
+def test_a_node_id_given_twice_is_refused_by_every_llamaindex_component():
+    nodes = [TextNode(id_="n", text="alpha one"), TextNode(id_="m", text="alpha"),
+             TextNode(id_="n", text="alpha two")]
+    with pytest.raises(ValueError, match=r"nodes\[0\] and nodes\[2\] both have id 'n'"):
+        li_retriever(*nodes)
+    with pytest.raises(ValueError, match=r"pinned\[0\] and pinned\[2\] both have id 'n'"):
+        li.PoolSplitPostprocessor(pools=POOLS, pinned=nodes, now=NOW)
+    with pytest.raises(ValueError, match=r"store\[0\] and store\[2\] both have id 'n'"):
+        li.PoolSplitMemoryBlock(store=nodes, pools=POOLS, now=NOW)
+    with pytest.raises(ValueError, match=r"store\[0\] and store\[1\] both have id 'e'"):
+        li.PoolSplitMemoryBlock(store=[{"id": "e"}, {"id": "e", "content": "x"}], pools=POOLS)
+    retriever = li_retriever(nodes[1])
+    with pytest.raises(ValueError, match=r"insert_nodes: nodes\[0\] and nodes\[1\] both have"
+                                         r" id 'n'"):
+        retriever.insert_nodes([nodes[0], nodes[2]])
+    assert [n.node_id for n in retriever.nodes] == ["m"]  # nothing written
+    lenient = li.PoolSplitMemoryBlock(store=[{"id": "e", "content": "alpha 1"},
+                                             {"id": "e", "content": "alpha 2"}],
+                                      pools=POOLS, now=NOW, strict=False)
+    assert [e["content"] for e in lenient.entries()] == ["alpha 1", "alpha 2"]

@@ -288,10 +288,15 @@ def test_construction_errors_are_clear():
         PoolSplitRetriever(pools=POOLS, base_retriever=object(), require_filter_keys=())
 
 
-def test_duplicate_node_ids_in_the_store_are_kept_once():
+def test_duplicate_node_ids_are_refused_naming_both_positions_and_kept_once_when_lenient():
     nodes = [*store_nodes(), TextNode(id_="task-1", text="a second copy", metadata={})]
-    retriever = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=())
-    assert ids(retriever.retrieve("deploy?")).count("task-1") == 1
+    first = [n.node_id for n in nodes].index("task-1")
+    with pytest.raises(ValueError, match=rf"PoolSplitRetriever: nodes\[{first}\] and"
+                                         rf" nodes\[{len(nodes) - 1}\] both have id 'task-1'"):
+        PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=())
+    lenient = PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW, require_filter_keys=(),
+                                 strict=False)
+    assert ids(lenient.retrieve("deploy?")).count("task-1") == 1
 
 
 # -- base_retriever -------------------------------------------------------------

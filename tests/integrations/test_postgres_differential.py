@@ -419,9 +419,14 @@ def draw_write(plan: Plan):
     return writer, namespace, key, value
 
 
+def refused(value) -> bool:
+    """Whether a strict wrapper refuses to write ``value``: a problem, or created in the future."""
+    return bool(entry_problems(value, "v", now=datetime.now(timezone.utc)))
+
+
 def route(plan: Plan, writer: str, value) -> str:
     """A strict wrapper refuses a value with a problem: the other writer writes it."""
-    if writer == "wrapped" and plan.strict and value is not None and entry_problems(value, "v"):
+    if writer == "wrapped" and plan.strict and value is not None and refused(value):
         return "refused"
     return writer
 
@@ -432,7 +437,7 @@ def populate(plan: Plan, wrapped, other) -> None:
         values[(plan.namespace(), plan.key())] = plan.value()
     plan.written.update(values)
     ops = [PutOp(namespace, key, value) for (namespace, key), value in values.items()]
-    clean = not any(entry_problems(op.value, "v") for op in ops)
+    clean = not any(refused(op.value) for op in ops)
     if ops and clean and plan.rng.random() < 0.5:
         wrapped.batch(ops)
     elif ops:

@@ -59,6 +59,7 @@ from poolsplit_core.poolsplit import (
 from poolsplit_integrations import _pgsql
 from poolsplit_integrations._entries import item_to_entry
 from poolsplit_integrations._postgres import read_namespace
+from tests.time_corpus import CORPUS
 
 LABEL = "poolsplit_sqlfn"
 ZONES = ("Asia/Kolkata", "America/St_Johns")
@@ -624,6 +625,28 @@ def test_time_us_on_the_listed_shapes(conn: psycopg.Connection[Any]) -> None:
     assert all(us is None for us in expected[:len(NEAR_MISSES)])
     assert sum(us is None for us in expected) >= 600
     assert sum(us is not None for us in expected) >= 1000
+
+
+def test_the_time_corpus_reads_in_the_database_as_in_the_core(conn: psycopg.Connection[Any]
+                                                               ) -> None:
+    """``tests/time_corpus.py``: the SQL reads exactly ISO 8601's extended format, as the core.
+
+    A time in another ISO 8601 form (basic format, a week or an ordinal date, an
+    offset with seconds) is no time here either: such a row is not regular (it is
+    read in Python, where a strict store skips it and a lenient one counts 0 days).
+    """
+    texts = [text for text, _, _ in CORPUS]
+    got = conn.execute(
+        "SELECT poolsplit_v1.time_us(t) AS us,"
+        " poolsplit_v1.created_us(pg_catalog.jsonb_build_object('created', t), NULL) AS created,"
+        " poolsplit_v1.regular(pg_catalog.jsonb_build_object('content', 'x', 'created', t))"
+        " AS regular FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
+        (texts,)).fetchall()
+    for (text, instant, _), row in zip(CORPUS, got):
+        want = None if instant is None else _epoch_us(instant)
+        assert row["us"] == row["created"] == want == _time_us(text), text
+        assert row["regular"] is (instant is not None), text
+        assert row["regular"] is not bool(entry_problems({"content": "x", "created": text}, ""))
 
 
 # -- the score ------------------------------------------------------------------------

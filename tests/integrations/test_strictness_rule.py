@@ -259,3 +259,58 @@ def test_a_filter_narrows_and_an_unhashable_value_matches_nothing(component):
     assert _ids(call({"project": "atlas"})) == ["ana-t"]
     assert _ids(call({"project": ["atlas"]})) == []  # equality: a list equals no str
     assert _ids(call({"project": None})) == []  # a value None is a value, not "any"
+
+
+# --------------------------------------------------------------------------
+# A created in the future: refused where memory enters a strict component
+# --------------------------------------------------------------------------
+
+#: Later than any time a test runs at (the rule compares with the time of the write,
+#: not with a component's fixed scoring clock: tests/core/test_checks.py pins that edge).
+LATE = "9999-12-31T00:00:00Z"
+FUTURE_RULE = "created must be at most 1 day after now"
+
+
+def _late_doc(**metadata: Any) -> Document:
+    return Document(id="late", page_content="deploy", metadata={"created": LATE, **metadata})
+
+
+def _late_node() -> TextNode:
+    return TextNode(id_="late", text="deploy", metadata={"created": LATE})
+
+
+#: Each way memory enters a component, with the component's strict option.
+FUTURE_WRITES: dict[str, Callable[[bool], Any]] = {
+    "LangChain retriever documents": lambda strict: lc.PoolSplitRetriever(
+        documents=[_late_doc()], pools=POOLS, strict=strict),
+    "LangChain add_documents": lambda strict: lc.PoolSplitRetriever(
+        documents=[], pools=POOLS, strict=strict).add_documents([_late_doc()]),
+    "LangChain compressor pinned": lambda strict: lc.PoolSplitCompressor(
+        pinned=[_late_doc()], pools=POOLS, strict=strict),
+    "LlamaIndex retriever nodes": lambda strict: li.PoolSplitRetriever(
+        nodes=[_late_node()], pools=POOLS, strict=strict),
+    "LlamaIndex insert_nodes": lambda strict: li.PoolSplitRetriever(
+        nodes=[], pools=POOLS, strict=strict).insert_nodes([_late_node()]),
+    "LlamaIndex memory block": lambda strict: li.PoolSplitMemoryBlock(
+        store=[{"id": "late", "content": "deploy", "created": LATE}], pools=POOLS,
+        strict=strict),
+    "LangGraph put": lambda strict: PoolSplitStore(InMemoryStore(), strict=strict).put(
+        SHARED, "late", {"content": "deploy", "created": LATE}),
+}
+
+
+@pytest.mark.parametrize("write", list(FUTURE_WRITES))
+def test_a_created_in_the_future_is_refused_by_every_strict_write(write):
+    with pytest.raises(ValueError) as info:
+        FUTURE_WRITES[write](True)
+    assert f"{FUTURE_RULE} (" in str(info.value) and f"got '{LATE}'" in str(info.value)
+    FUTURE_WRITES[write](False)  # strict=False: read as the spec reads it, 0 days old
+
+
+def test_a_strict_store_still_reads_an_item_dated_in_the_future_written_around_it():
+    # Reads skip an item for its fields, never for the time it names: an item stays
+    # readable as the clock moves, and every engine (the database's too) reads alike.
+    bare = InMemoryStore()
+    bare.put(SHARED, "late", {"type": "task", "content": "deploy", "created": LATE})
+    got = PoolSplitStore(bare).retrieve_pools(SHARED, POOLS, {"message": "deploy"}, now=NOW)
+    assert [item.key for item in got["tasks"]] == ["late"]
