@@ -9,7 +9,7 @@ store checks :mod:`poolsplit_core.checks`. Six commands::
                        [--message TEXT] [--project P] [--tag T ...] [--now ISO]
                        [--words ascii|unicode] [--tokens default|cjk] [--json] [--no-strict]
     poolsplit explain  STORE (same pool and context options) [--id ID] [--json] [--no-strict]
-    poolsplit check    STORE
+    poolsplit check    STORE [--now ISO]
     poolsplit coverage STORE (--pool SPEC ... | --pools FILE.json) [--queries QUERIES.jsonl]
                        [--depth M] [--now ISO] [--words ascii|unicode] [--tokens default|cjk]
                        [--json] [--no-strict]
@@ -45,10 +45,13 @@ entry has (types in the store: ...)`` on stderr.
 ``check`` prints every problem of the store's entries, one a line, and exits
 with status 1 (or prints ``ok: N entries, no problem``): the strict reading
 of :func:`~poolsplit_core.checks.check_entries` -- a ``scope`` of ``"Always"``,
-an unreadable ``created``, a ``token_count`` of ``5.0``, ``tags`` written as
-one string ``"db,prod"``, ... . ``retrieve``, ``explain``, ``coverage`` and
-``plan`` refuse such a store (exit 2, naming its first problems); with
-``--no-strict`` they read it as the spec does, leniently.
+an unreadable ``created``, a ``created`` more than a day after now (``--now``,
+default the current time), a ``token_count`` of ``5.0``, ``tags`` written as
+one string ``"db,prod"``, two entries with one ``id``, ... . ``retrieve``,
+``explain``, ``coverage`` and ``plan`` refuse such a store (exit 2, naming its
+first problems; a ``created`` is compared with their ``--now``); with
+``--no-strict`` they read it as the spec does, leniently, and ``explain``
+says when a ``created`` in the future or unreadable counted as 0 days old.
 
 ``coverage`` runs the pools on a query sample and prints, per type, the
 share of queries on which it loaded at all and on which its best-ranked
@@ -77,8 +80,9 @@ Inputs:
   ``max_tokens``, ``max_entries`` and, optionally, ``types`` (a list of
   strings, or null for every type); ``-`` reads standard input (not both).
 - ``--message``: what the user said; the default is an empty message.
-- ``--now``: ISO-8601 (``2026-11-01``, ``2026-11-01T09:30:00Z``, an offset);
-  a time without an offset is UTC; the default is the current time.
+- ``--now``: ISO 8601's extended format, as an entry's ``created``
+  (``2026-11-01``, ``2026-11-01T09:30:00Z``, an offset); a time without an
+  offset is UTC; the default is the current time.
 - ``--words unicode``: score with ``make_scorer(words=unicode_words)``, whose
   words are read in any script (CJK as bigrams); the default ``ascii`` is the
   default scorer. ``--tokens cjk``: count tokens with ``cjk_token_counter``.
@@ -113,7 +117,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -133,6 +137,7 @@ from poolsplit_core.plan import (
     sample_queries,
 )
 from poolsplit_core.poolsplit import (
+    _TIME_RULE,
     Decision,
     Explanation,
     Ledger,
@@ -141,6 +146,8 @@ from poolsplit_core.poolsplit import (
     TokenCounter,
     __version__,
     _check_context_keys,
+    _time_hint,
+    _time_us,
     default_scorer,
     default_token_counter,
     explain_pools,
@@ -322,18 +329,21 @@ def parse_now(text: str) -> datetime:
         An aware datetime.
 
     Raises:
-        UsageError: the text is not an ISO-8601 date or time.
+        UsageError: the text is not a time the core reads in a ``created``
+            (ISO 8601's extended format; the same on every Python).
     """
+    at = _time_us(text)
+    if at is None:
+        raise UsageError(f"--now {_TIME_RULE}, got {text!r}{_time_hint(text)}")
+    moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=at)
     value = text.strip()
     if value[-1:] in ("Z", "z"):
         value = value[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(value)
+    try:  # the offset as written, when datetime reads it (the instant is the core's)
+        written = datetime.fromisoformat(value)
     except ValueError:
-        raise UsageError(
-            f"--now must be an ISO-8601 time such as 2026-11-01T00:00:00Z, got {text!r}"
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        return moment
+    return moment.astimezone(written.tzinfo) if written.tzinfo is not None else moment
 
 
 # --------------------------------------------------------------------------
@@ -490,7 +500,7 @@ def _cmd_explain(args: argparse.Namespace) -> str:
 
 def _cmd_check(args: argparse.Namespace) -> str:
     entries = load_store(args.store)
-    problems = check_entries(entries)
+    problems = check_entries(entries, now=None if args.now is None else parse_now(args.now))
     if problems:
         args.status = 1
         return "\n".join(problems) + "\n"
@@ -505,8 +515,15 @@ def reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
         ledgers: that call's ledgers, for the pool's entry cap.
 
     Returns:
-        One line, e.g. ``over_tokens: needed 120 tokens, 35 were left in pool 'skills'``.
+        One line, e.g. ``over_tokens: needed 120 tokens, 35 were left in pool 'skills'``,
+        then the Decision's notes (e.g. a ``created`` in the future counted as 0 days
+        old), each after a ``"; "``.
     """
+    return "; ".join((_outcome_reason(decision, ledgers), *decision.notes))
+
+
+def _outcome_reason(decision: Decision, ledgers: Mapping[str, Ledger]) -> str:
+    """:func:`reason` without the notes: why the outcome."""
     d, entry = decision, decision.entry
     score = "" if d.score is None else f"score {d.score:.3f}"
     cost = plural(d.cost or 0, "token")
@@ -564,7 +581,8 @@ def _checked_store(args: argparse.Namespace) -> list[dict[str, Any]]:
     ``--no-strict`` reads it as the spec does, leniently.
     """
     entries = load_store(args.store)
-    problems = check_entries(entries) if args.strict else []
+    now = None if args.now is None else parse_now(args.now)
+    problems = check_entries(entries, now=now) if args.strict else []
     if problems:
         named = "; ".join(problems[:_PROBLEMS_NAMED])
         rest = len(problems) - _PROBLEMS_NAMED
@@ -692,12 +710,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "check", help="list every problem of a store's entries (exit 1 when there is one)",
         description="Check every entry of STORE strictly (poolsplit_core.check_entries): a"
         " scope other than 'always' or 'contextual', an unreadable created time, a token_count"
-        " that is not a positive int, tags written as one string, ... Prints each problem on"
+        " that is not a positive int, tags written as one string, a created more than a day"
+        " after now, two entries with one id, ... Prints each problem on"
         " a line and exits 1, or one 'ok' line. retrieve, explain, coverage and plan refuse a"
         " store with a problem unless --no-strict.",
     )
     check.add_argument("store", metavar="STORE",
                        help="the store (as for retrieve); '-' reads standard input")
+    check.add_argument("--now", metavar="ISO",
+                       help="the time a created may be at most a day after (default: the"
+                       " current time)")
     check.set_defaults(handler=_cmd_check)
     _add_planning_commands(commands)
     return parser
@@ -795,6 +817,7 @@ def _decision_data(d: Decision) -> dict[str, Any]:
         "cost": d.cost,
         "tokens_left": d.tokens_left,
         "rank": d.rank,
+        "notes": list(d.notes),
     }
 
 

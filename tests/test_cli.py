@@ -398,7 +398,9 @@ BAD_INPUTS = {
         "neg_pools.json: pool 0: Pool 'a': max_tokens must be >= 0, got -5"),
     "unparseable now": (
         ["retrieve", "store.jsonl", *POOLS, "--message", "x", "--now", "last tuesday"],
-        "--now must be an ISO-8601 time such as 2026-11-01T00:00:00Z, got 'last tuesday'"),
+        "--now must be an ISO 8601 time in the extended format (YYYY-MM-DD, optionally then"
+        " THH:MM:SS, a fraction and Z or +HH:MM), such as '2026-01-31T09:00:00Z', got"
+        " 'last tuesday'"),
     "unknown id": (
         ["explain", "store.jsonl", *POOLS, *CONTEXT, "--id", "nope"],
         "no entry with id 'nope' in store.jsonl"),

@@ -35,8 +35,9 @@ BAD = [
 ]
 BAD_PROBLEMS = [
     "entry id='c1': scope must be 'always', 'contextual' or absent, got 'Always'",
-    "entry id='t1': created must be an ISO-8601 time such as '2026-01-31T09:00:00Z', or a"
-    " datetime, got 'garbage'",
+    "entry id='t1': created must be an ISO 8601 time in the extended format (YYYY-MM-DD,"
+    " optionally then THH:MM:SS, a fraction and Z or +HH:MM), such as '2026-01-31T09:00:00Z',"
+    " or a datetime, got 'garbage'",
     "entry id='t1': token_count must be a positive int, got 5.0",
     "entry at index 2: tags is the bare str 'db,prod', read as one tag;"
     ' write tags=["db", "prod"]',
@@ -86,6 +87,32 @@ def test_check_reads_standard_input(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
     status, out, _ = run(capsys, "check", "-")
     assert status == 1 and out.splitlines() == BAD_PROBLEMS
+
+
+def test_check_lists_a_created_in_the_future_of_now_and_an_id_held_twice(capsys):
+    store = write("s.jsonl", [{"id": "a", "created": "2026-03-03"}, {"id": "b"}, {"id": "a"},
+                              {"id": "c", "created": "2026-03-02T00:00:00Z"}])
+    status, out, _ = run(capsys, "check", store, "--now", "2026-03-01")
+    assert status == 1 and out.splitlines() == [
+        "entry id='a': created must be at most 1 day after now (2026-03-01T00:00:00+00:00),"
+        " got '2026-03-03': a time in the future counts as 0 days old, brand new, until that"
+        " day",
+        "entry at index 2: id 'a' is also the id of the entry at index 0; each entry needs its"
+        " own id"]
+    status, out, _ = run(capsys, "check", store, "--now", "2026-03-02T00:00:00Z")
+    assert status == 1 and len(out.splitlines()) == 1  # only the id now
+    status, _, err = run(capsys, "retrieve", store, "--pool", "all:9:9", "--now", "2026-03-01")
+    assert status == 2 and "at most 1 day after now (2026-03-01T00:00:00+00:00)" in err
+
+
+def test_now_is_read_in_the_grammar_of_created_on_every_python(capsys):
+    store = write("s.jsonl", CLEAN)
+    status, _, err = run(capsys, "check", store, "--now", "20260301T000000Z")
+    assert status == 2 and err == (
+        "poolsplit: error: --now must be an ISO 8601 time in the extended format (YYYY-MM-DD,"
+        " optionally then THH:MM:SS, a fraction and Z or +HH:MM), such as"
+        " '2026-01-31T09:00:00Z', got '20260301T000000Z', ISO 8601's basic format: write"
+        " '2026-03-01T00:00:00Z', the same instant\n")
 
 
 @pytest.mark.parametrize(("text", "message"), [
