@@ -9,7 +9,15 @@ import pytest
 
 from poolsplit_core._text import plural
 from poolsplit_core.cli import DEFAULT_SAMPLE, main, read_pools_file
-from poolsplit_core.demo import DEMO_NOW, DEMO_QUERIES, SPLIT_POOLS, load_sample_store
+from poolsplit_core.demo import (
+    BURST_SIZE,
+    DEMO_NOW,
+    DEMO_QUERIES,
+    SINGLE_POOL,
+    SPLIT_POOLS,
+    fresh_entries,
+    load_sample_store,
+)
 from poolsplit_core.plan import coverage, plan_pools, pools_to_json, sample_queries
 
 STORE = str(resources.files("poolsplit_core") / "data" / "sample_store.jsonl")
@@ -174,15 +182,22 @@ def test_the_demo_compares_the_hand_made_split_with_the_planned_one(capsys):
     assert status == 0
     data = json.loads(out)["plan"]
     store = load_sample_store()
+    burst = store + fresh_entries(BURST_SIZE)
     planned = plan_pools(store, DEMO_QUERIES, 1400, now=DEMO_NOW).pools
+    pools = {"one_pool": [SINGLE_POOL], "hand": SPLIT_POOLS, "planned": planned}
     for kind, counts in data["best_entry"].items():
-        assert counts["hand"] == loaded_hits(store, SPLIT_POOLS, DEMO_QUERIES, kind, 1, DEMO_NOW)
-        assert counts["planned"] == loaded_hits(store, planned, DEMO_QUERIES, kind, 1, DEMO_NOW)
+        for name, chosen in pools.items():  # the planned pools are planned once, on the quiet store
+            assert counts[name] == loaded_hits(store, chosen, DEMO_QUERIES, kind, 1, DEMO_NOW)
+            assert counts[f"{name}_burst"] == loaded_hits(burst, chosen, DEMO_QUERIES, kind, 1,
+                                                          DEMO_NOW)
     assert min(c["planned"] for c in data["best_entry"].values()) > min(
         c["hand"] for c in data["best_entry"].values())
     status, text, _ = run(capsys, "demo")
-    pref = data["best_entry"]["preference"]
-    assert f"preference {pref['hand']}→{pref['planned']}" in text
+    n = len(DEMO_QUERIES)
+    rows = [line.split() for line in text.split("Best entry loaded (of")[1].splitlines()]
+    for kind, c in data["best_entry"].items():  # the table: one pool, hand-made, planned
+        want = [kind, *(f"{c[name + when]}/{n}" for name in pools for when in ("", "_burst"))]
+        assert want in rows, kind
 
 
 def test_plan_takes_its_total_budget_as_budget_and_refuses_a_number_for_tokens(capsys,
