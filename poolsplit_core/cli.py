@@ -112,7 +112,7 @@ import importlib.metadata
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
@@ -124,6 +124,7 @@ from poolsplit_core.demo import format_report, run_demo
 from poolsplit_core.demo_zh import format_report_zh, run_demo_zh
 from poolsplit_core.multilingual import cjk_token_counter
 from poolsplit_core.plan import (
+    always_tier_tokens,
     coverage,
     format_coverage,
     format_plan,
@@ -403,7 +404,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     explanation = request.explain()
     loaded = explanation.loaded()
     pools = {pool.name: pool for pool in request.pools}
-    totals = _prompt_totals(explanation.ledgers.values())
+    totals = _prompt_totals(explanation)
     if args.json:
         return _dump({
             **request.header(),
@@ -444,11 +445,11 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _prompt_totals(ledgers: Iterable[Ledger]) -> dict[str, int]:
+def _prompt_totals(explanation: Explanation) -> dict[str, int]:
     """What the loaded entries cost the prompt: contextual of budgeted, always tier, total."""
-    listed = list(ledgers)
+    listed = list(explanation.ledgers.values())
     used = sum(led.tokens_used for led in listed)
-    always = sum(led.always_tokens for led in listed)
+    always = always_tier_tokens(explanation.decisions)  # the count coverage and plan print
     return {"tokens_used": used, "max_tokens": sum(led.max_tokens for led in listed),
             "always_tokens": always, "tokens": used + always}
 

@@ -1467,8 +1467,8 @@ class AlwaysScopeOverflowError(ValueError):
         self.limit = limit
         named = ", ".join(_label(entry, None) for entry in self.entries)
         super().__init__(
-            f"always-scope entries cost {total} tokens, more than max_always_tokens={limit}:"
-            f" {named}"
+            f"always-scope entries cost {total} token{'' if total == 1 else 's'},"
+            f" more than max_always_tokens={limit}: {named}"
         )
 
 
