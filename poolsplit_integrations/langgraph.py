@@ -103,6 +103,7 @@ require("langchain_core", "langgraph")
 import asyncio
 import inspect
 import logging
+import re
 import string
 import threading
 import time
@@ -249,13 +250,94 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 def _redact(conn_string: str) -> str:
-    """A connection string with its password replaced by ``***``."""
+    """A connection string with its password replaced by ``***``.
+
+    >>> _redact("postgresql://ana:secret@db/mem?password=again")
+    'postgresql://ana:***@db/mem?password=***'
+    >>> _redact("host=db password='it s' dbname=mem")
+    'host=db password=*** dbname=mem'
+    """
+    conn_string = _PASSWORD_PARAM.sub(r"\1***", conn_string)
     head, at, tail = conn_string.rpartition("@")
     if at and ":" in head.split("//", 1)[-1]:
         scheme, _, user_pass = head.rpartition("//")
         user = user_pass.split(":", 1)[0]
         return f"{scheme}//{user}:***@{tail}"
     return conn_string
+
+
+#: A password given as a parameter: ``password=...`` (key=value, quoted or not) or
+#: ``?password=...`` / ``&password=...`` in a URI.
+_PASSWORD_PARAM = re.compile(r"((?:^|[\s?&])password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (libpq's messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_conninfo(name: str, conn_string: Any) -> None:
+    """Refuse ``conn_string`` at once unless libpq can read it (a URI or key=value pairs)."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    if not isinstance(conn_string, str):
+        raise TypeError(f"{name} must be a str (a PostgreSQL URI or key=value connection"
+                        f" string), got {type(conn_string).__name__}")
+    try:
+        conninfo_to_dict(conn_string)
+    except ProgrammingError as exc:
+        reason = _one_line(exc).replace(conn_string, _redact(conn_string))
+        raise ValueError(
+            f"{name} is not a PostgreSQL connection string ({reason}), got"
+            f" {_redact(conn_string)!r}; write a URI such as"
+            " 'postgresql://user:password@host:5432/dbname' or key=value pairs such as"
+            " 'host=localhost dbname=mydb'"
+        ) from None
+
+
+def _probe(conn_string: str, kwargs: Mapping[str, Any]) -> None:
+    """Connect once, so that a refused connection says why at once (a pool would only time out).
+
+    Raises:
+        ConnectionError: naming the server (password hidden) and the driver's
+            or the server's reason: no such database, authentication failed, a
+            host that does not resolve, nothing listening...
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(conn_string, autocommit=True, **kwargs).close()
+    except psycopg.OperationalError as exc:
+        raise ConnectionError(f"cannot connect to the PostgreSQL server at"
+                              f" {_redact(conn_string)}: {_one_line(exc)}") from exc
+
+
+#: SQLSTATE of a table that does not exist: a store whose ``setup()`` never ran.
+_NO_TABLE = "42P01"
+
+
+def _setup_named(exc: BaseException) -> BaseException | None:
+    """``exc`` (the same type) saying to run ``setup()``, when it is about a missing table."""
+    if getattr(exc, "sqlstate", None) != _NO_TABLE:
+        return None
+    said = getattr(getattr(exc, "diag", None), "message_primary", None) or _one_line(exc)
+    return _renamed(exc, "the store's tables are not in this database: run setup() on the"
+                         " store once before using it (PoolSplitStore.from_conn_string(...,"
+                         " setup=True) does; over an AsyncPostgresStore: await asetup());"
+                         f" the server said: {said}")
+
+
+@contextmanager
+def _naming_setup() -> Iterator[None]:
+    """Re-raise an error about a missing table as one that says to run ``setup()``."""
+    try:
+        yield
+    except Exception as exc:
+        named = _setup_named(exc)
+        if named is None:
+            raise
+        raise named from exc
 
 
 def _item_label(item: Item) -> str:
@@ -715,10 +797,16 @@ class PoolSplitStore(BaseStore):
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
-        The store reaches the server through a connection pool of at most
+        ``conn_string`` is a libpq URI (``postgresql://user:password@host/db``)
+        or key=value string; one libpq cannot read is a ValueError at once.
+        One connection is made first: a server that refuses it (no such
+        database, authentication failed, a host that does not resolve, nothing
+        listening) is a ConnectionError naming the server (password hidden) and
+        the reason, before any pool is opened. The store then reaches the
+        server through a connection pool of at most
         ``pool_size`` connections, each checked before use: after a server
         restart the next call reconnects, and while the server is down a call
-        raises a ConnectionError naming it (password hidden) after at most
+        raises a ConnectionError naming it after at most
         ``connect_timeout`` seconds. A statement running longer than
         ``statement_timeout`` seconds (None: no limit) is cancelled by the
         server. ``setup`` creates LangGraph's store tables if needed (its own
@@ -733,6 +821,9 @@ class PoolSplitStore(BaseStore):
         write this store acknowledges is already applied on the standby.
         """
         check_strict(strict)  # before a connection is opened
+        _check_conninfo("conn_string", conn_string)
+        if standby_conn_string is not None:
+            _check_conninfo("standby_conn_string", standby_conn_string)
         if standby_conn_string is not None and "standby" in options:
             raise TypeError("pass standby_conn_string or standby, not both")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
@@ -761,6 +852,7 @@ class PoolSplitStore(BaseStore):
             standby_pool = {**pool, "kwargs": {**kwargs, "options": read_only}}
             kwargs["options"] = " ".join([*kwargs.get("options", "").split(),
                                           "-c synchronous_commit=remote_apply"])
+        _probe(conn_string, kwargs)
         with ExitStack() as stack:
             try:
                 if standby_conn_string is not None:  # (not set up: the primary's tables replicate)
@@ -773,6 +865,8 @@ class PoolSplitStore(BaseStore):
                 if setup:
                     store.setup()
             except Exception as exc:
+                if isinstance(exc, TimeoutError):  # (an OSError, but the server answered)
+                    raise
                 if _is_connection_error(exc) or isinstance(exc.__cause__, ConnectionError):
                     raise ConnectionError(
                         f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
@@ -866,14 +960,16 @@ class PoolSplitStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``get``."""
-        return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``search``."""
-        return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
-                                 offset=offset, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
+                                     offset=offset, refresh_ttl=refresh_ttl)
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
             index: Literal[False] | list[str] | None = None, *,
@@ -902,20 +998,23 @@ class PoolSplitStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``list_namespaces``."""
-        return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
-                                          limit=limit, offset=offset)
+        with _naming_setup():
+            return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                              limit=limit, offset=offset)
 
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``aget``."""
-        return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``asearch``."""
-        return await self.store.asearch(namespace_prefix, query=query, filter=filter,
-                                        limit=limit, offset=offset, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return await self.store.asearch(namespace_prefix, query=query, filter=filter,
+                                            limit=limit, offset=offset, refresh_ttl=refresh_ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
                    index: Literal[False] | list[str] | None = None, *,
@@ -940,9 +1039,10 @@ class PoolSplitStore(BaseStore):
                                max_depth: int | None = None, limit: int = 100,
                                offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``alist_namespaces``."""
-        return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
-                                                 max_depth=max_depth, limit=limit,
-                                                 offset=offset)
+        with _naming_setup():
+            return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
+                                                     max_depth=max_depth, limit=limit,
+                                                     offset=offset)
 
     # ----------------------------------------------------------------------
     # Pool-split reads
@@ -1556,6 +1656,9 @@ class PoolSplitStore(BaseStore):
         error is ``exc`` itself.
         """
         where = f"namespace {prefix!r} from its {type(self.store).__name__}"
+        named = _setup_named(exc)
+        if named is not None:
+            return named
         if getattr(exc, "sqlstate", None) == _CANCELLED:
             return TimeoutError(f"PoolSplitStore's read of {where} was cancelled by the server"
                                 f" (statement_timeout): {exc}")
@@ -1969,6 +2072,9 @@ class PoolSplitStore(BaseStore):
                     f"PoolSplitStore could not complete a write of {keys}{more} to its"
                     f" {type(self.store).__name__} (it may or may not have committed): {exc}"
                 ) from exc
+            named = _setup_named(exc)
+            if named is not None:
+                raise named from exc
             raise
 
 
