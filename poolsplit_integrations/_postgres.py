@@ -48,7 +48,7 @@ class StaleReadings(RuntimeError):
 
     Triggers keep every reading in its row's writing transaction; a write
     that bypassed them (``session_replication_role = replica``, a disabled
-    trigger) leaves one behind until the store's ``setup()`` runs again.
+    trigger) leaves one behind until ``poolsplit-postgres recheck`` repairs it.
     """
 
 

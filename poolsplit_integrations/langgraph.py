@@ -881,25 +881,31 @@ class PoolSplitStore(BaseStore):
         schema ``poolsplit_v1`` (SQL functions that read a row as the core
         reads its entry, a table of each row's readings and the triggers on
         ``store`` that keep it): from then on the database scores pool-split
-        reads (the user guide's PostgreSQL section). Run it again after an
-        upgrade; every process may run it. Over a store whose own setup is
-        async (``AsyncPostgresStore``), await :meth:`asetup` instead.
+        reads (the user guide's PostgreSQL section). Every process may run it:
+        once a release's install has finished, running it again costs a few
+        statements whatever the store's size. The first run (and the first
+        after an upgrade whose SQL changed) gives every row a reading; on a
+        large store, run it once without a statement timeout
+        (``poolsplit-postgres setup DSN``). A setup the server cancels
+        (``statement_timeout``) raises a TimeoutError saying so. Over a store
+        whose own setup is async (``AsyncPostgresStore``), await :meth:`asetup`
+        instead.
         """
         own = getattr(self.store, "setup", None)
         if own is not None and inspect.iscoroutinefunction(own):
             raise TypeError(f"PoolSplitStore.setup() cannot set up an {type(self.store).__name__}"
                             " (its setup is async): await store.asetup() in its event loop")
-        if own is not None:
-            own()
-        from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
-        if from_postgres:
-            from langgraph.checkpoint.postgres import _internal as pg_internal
+        with self._setting_up():
+            if own is not None:
+                own()
+            from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
+            if from_postgres:
+                from langgraph.checkpoint.postgres import _internal as pg_internal
 
-            from poolsplit_integrations import _pgengine
-            with self._reading(()), pg_internal.get_connection(
-                    cast(Any, self.store).conn) as conn:
-                _pgengine.setup_entries(conn)
-            self._in_database_ok = None
+                from poolsplit_integrations import _pgengine
+                with pg_internal.get_connection(cast(Any, self.store).conn) as conn:
+                    _pgengine.setup_entries(conn)
+                self._in_database_ok = None
 
     async def asetup(self) -> None:
         """The async twin of :meth:`setup`, for an ``AsyncPostgresStore`` (in its event loop).
@@ -914,14 +920,14 @@ class PoolSplitStore(BaseStore):
         if own is None or not inspect.iscoroutinefunction(own):
             await asyncio.to_thread(self.setup)
             return
-        await own()
-        from langgraph.store.postgres import AsyncPostgresStore
-        if isinstance(self.store, AsyncPostgresStore):
-            from poolsplit_integrations import _pgengine
-            with self._reading(()):
+        with self._setting_up():
+            await own()
+            from langgraph.store.postgres import AsyncPostgresStore
+            if isinstance(self.store, AsyncPostgresStore):
+                from poolsplit_integrations import _pgengine
                 async with _pgengine.aheld(self.store) as conn:
                     await _pgengine.asetup_entries(conn)
-            self._in_database_ok = None
+                self._in_database_ok = None
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -1636,6 +1642,30 @@ class PoolSplitStore(BaseStore):
                 return got
         with self._reading(prefix):
             return await aread_namespace(self.store, prefix)
+
+    @contextmanager
+    def _setting_up(self) -> Iterator[None]:
+        """Re-raise a failed setup as an error that says it was the setup, and what to do.
+
+        A statement the server cancelled (its ``statement_timeout``) is a
+        TimeoutError; a lost or refused connection a ConnectionError.
+        """
+        kind = type(self.store).__name__
+        try:
+            yield
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == _CANCELLED:
+                raise TimeoutError(
+                    f"PoolSplitStore.setup() of its {kind} was cancelled by the server"
+                    " (statement_timeout): a first setup, or the first after an upgrade,"
+                    " gives every row of a large store its reading; run it once without a"
+                    " timeout (poolsplit-postgres setup DSN, or from_conn_string(...,"
+                    " statement_timeout=None)), after which a setup is a few statements:"
+                    f" {_one_line(exc)}") from exc
+            if not isinstance(exc, OSError) and _is_connection_error(exc):
+                raise ConnectionError(f"PoolSplitStore.setup() could not reach the database"
+                                      f" of its {kind}: {_one_line(exc)}") from exc
+            raise
 
     @contextmanager
     def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
