@@ -105,6 +105,7 @@ import inspect
 import logging
 import re
 import string
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -221,11 +222,21 @@ def _check_count(name: str, value: Any) -> None:
 
 
 def _reads_database(store: BaseStore) -> bool:
-    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
-    if not type(store).__module__.startswith("langgraph.store.postgres"):
+    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores).
+
+    Decided by what the store is, subclasses included (a store made by a
+    class of LangGraph's PostgreSQL module has had that module imported).
+    """
+    if "langgraph.store.postgres" not in sys.modules:
         return False  # (the postgres extra need not be installed)
     from poolsplit_integrations._postgres import is_database_store
     return is_database_store(store)
+
+
+def _postgres_store_class() -> type:
+    """LangGraph's ``PostgresStore`` (only asked once a store of its module exists)."""
+    from langgraph.store.postgres import PostgresStore
+    return PostgresStore
 
 
 # SQLSTATEs of a lost or refused connection: class 08, and the server shutting down.
@@ -577,8 +588,9 @@ class StoreExplanation:
     only the skipped items the filter would keep are listed.
 
     ``engine`` names what answered: ``"snapshot"`` when the store's database
-    was read for this call (LangGraph's PostgreSQL stores: every item read in
-    one statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
+    was read for this call (LangGraph's ``PostgresStore`` and
+    ``AsyncPostgresStore``, and any subclass of them: every item read in one
+    statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
     index of other stores.
 
     ``read_from`` is ``"standby"`` when a hot standby answered the read
@@ -898,8 +910,7 @@ class PoolSplitStore(BaseStore):
         with self._setting_up():
             if own is not None:
                 own()
-            from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
-            if from_postgres:
+            if self._database and isinstance(self.store, _postgres_store_class()):
                 from langgraph.checkpoint.postgres import _internal as pg_internal
 
                 from poolsplit_integrations import _pgengine
@@ -1441,7 +1452,9 @@ class PoolSplitStore(BaseStore):
             ready, asked = self._in_database_ok
             if ready or self.clock() - asked < 60.0:
                 return ready
+        # (a store's own deserializer may change values the SQL readings read as stored)
         if not (self.score_in_database and cast(Any, self.store).pipe is None
+                and cast(Any, self.store)._deserializer is None
                 and self.token_counter is default_token_counter
                 and self.is_active is default_is_active):
             self._in_database_ok = (False, self.clock())
