@@ -833,9 +833,6 @@ class PoolSplitStore(BaseStore):
         write this store acknowledges is already applied on the standby.
         """
         check_strict(strict)  # before a connection is opened
-        _check_conninfo("conn_string", conn_string)
-        if standby_conn_string is not None:
-            _check_conninfo("standby_conn_string", standby_conn_string)
         if standby_conn_string is not None and "standby" in options:
             raise TypeError("pass standby_conn_string or standby, not both")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
@@ -848,6 +845,9 @@ class PoolSplitStore(BaseStore):
                 raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         postgres = require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool",
                            what="PoolSplitStore.from_conn_string")
+        _check_conninfo("conn_string", conn_string)
+        if standby_conn_string is not None:
+            _check_conninfo("standby_conn_string", standby_conn_string)
         from psycopg_pool import ConnectionPool
 
         kwargs: dict[str, Any] = {"connect_timeout": max(1, round(connect_timeout))}
