@@ -349,8 +349,8 @@ def _cmd_demo(args: argparse.Namespace) -> str:
         run_postgres_demo = _demo_hook("postgres", POSTGRES_INSTALL)
         try:
             report, header = run_postgres_demo()
-        except ImportError as exc:  # the hook names every missing package and the fix
-            raise UsageError(str(exc)) from None
+        except (ImportError, OSError) as exc:  # a missing package, a server that did not
+            raise UsageError(str(exc)) from None  # start: the hook's message says what to do
         return _dump(report) if args.json else header + "\n\n" + format_report(report)
     if args.lang == "zh":
         report = run_demo_zh()
@@ -363,7 +363,9 @@ def _cmd_demo(args: argparse.Namespace) -> str:
 
 #: The entry point group where a demo that needs more than the standard library
 #: plugs in: ``demo --postgres`` runs the entry point ``postgres``, a function
-#: taking nothing and returning ``(report, header)``. poolsplit's own is declared
+#: taking nothing and returning ``(report, header)``; it raises ImportError for
+#: a missing package and OSError when what it needs cannot run (its server does
+#: not start), each message saying what to do. poolsplit's own is declared
 #: in ``pyproject.toml`` (``[project.entry-points."poolsplit.demos"]``) and lives
 #: in ``poolsplit_integrations``; it is looked up and imported only when its flag
 #: is given, so the core never imports the adapters.

@@ -103,7 +103,9 @@ require("langchain_core", "langgraph")
 import asyncio
 import inspect
 import logging
+import re
 import string
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -220,11 +222,21 @@ def _check_count(name: str, value: Any) -> None:
 
 
 def _reads_database(store: BaseStore) -> bool:
-    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
-    if not type(store).__module__.startswith("langgraph.store.postgres"):
+    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores).
+
+    Decided by what the store is, subclasses included (a store made by a
+    class of LangGraph's PostgreSQL module has had that module imported).
+    """
+    if "langgraph.store.postgres" not in sys.modules:
         return False  # (the postgres extra need not be installed)
     from poolsplit_integrations._postgres import is_database_store
     return is_database_store(store)
+
+
+def _postgres_store_class() -> type:
+    """LangGraph's ``PostgresStore`` (only asked once a store of its module exists)."""
+    from langgraph.store.postgres import PostgresStore
+    return PostgresStore
 
 
 # SQLSTATEs of a lost or refused connection: class 08, and the server shutting down.
@@ -249,13 +261,94 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 def _redact(conn_string: str) -> str:
-    """A connection string with its password replaced by ``***``."""
+    """A connection string with its password replaced by ``***``.
+
+    >>> _redact("postgresql://ana:secret@db/mem?password=again")
+    'postgresql://ana:***@db/mem?password=***'
+    >>> _redact("host=db password='it s' dbname=mem")
+    'host=db password=*** dbname=mem'
+    """
+    conn_string = _PASSWORD_PARAM.sub(r"\1***", conn_string)
     head, at, tail = conn_string.rpartition("@")
     if at and ":" in head.split("//", 1)[-1]:
         scheme, _, user_pass = head.rpartition("//")
         user = user_pass.split(":", 1)[0]
         return f"{scheme}//{user}:***@{tail}"
     return conn_string
+
+
+#: A password given as a parameter: ``password=...`` (key=value, quoted or not) or
+#: ``?password=...`` / ``&password=...`` in a URI.
+_PASSWORD_PARAM = re.compile(r"((?:^|[\s?&])password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (libpq's messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_conninfo(name: str, conn_string: Any) -> None:
+    """Refuse ``conn_string`` at once unless libpq can read it (a URI or key=value pairs)."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    if not isinstance(conn_string, str):
+        raise TypeError(f"{name} must be a str (a PostgreSQL URI or key=value connection"
+                        f" string), got {type(conn_string).__name__}")
+    try:
+        conninfo_to_dict(conn_string)
+    except ProgrammingError as exc:
+        reason = _one_line(exc).replace(conn_string, _redact(conn_string))
+        raise ValueError(
+            f"{name} is not a PostgreSQL connection string ({reason}), got"
+            f" {_redact(conn_string)!r}; write a URI such as"
+            " 'postgresql://user:password@host:5432/dbname' or key=value pairs such as"
+            " 'host=localhost dbname=mydb'"
+        ) from None
+
+
+def _probe(conn_string: str, kwargs: Mapping[str, Any]) -> None:
+    """Connect once, so that a refused connection says why at once (a pool would only time out).
+
+    Raises:
+        ConnectionError: naming the server (password hidden) and the driver's
+            or the server's reason: no such database, authentication failed, a
+            host that does not resolve, nothing listening...
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(conn_string, autocommit=True, **kwargs).close()
+    except psycopg.OperationalError as exc:
+        raise ConnectionError(f"cannot connect to the PostgreSQL server at"
+                              f" {_redact(conn_string)}: {_one_line(exc)}") from exc
+
+
+#: SQLSTATE of a table that does not exist: a store whose ``setup()`` never ran.
+_NO_TABLE = "42P01"
+
+
+def _setup_named(exc: BaseException) -> BaseException | None:
+    """``exc`` (the same type) saying to run ``setup()``, when it is about a missing table."""
+    if getattr(exc, "sqlstate", None) != _NO_TABLE:
+        return None
+    said = getattr(getattr(exc, "diag", None), "message_primary", None) or _one_line(exc)
+    return _renamed(exc, "the store's tables are not in this database: run setup() on the"
+                         " store once before using it (PoolSplitStore.from_conn_string(...,"
+                         " setup=True) does; over an AsyncPostgresStore: await asetup());"
+                         f" the server said: {said}")
+
+
+@contextmanager
+def _naming_setup() -> Iterator[None]:
+    """Re-raise an error about a missing table as one that says to run ``setup()``."""
+    try:
+        yield
+    except Exception as exc:
+        named = _setup_named(exc)
+        if named is None:
+            raise
+        raise named from exc
 
 
 def _item_label(item: Item) -> str:
@@ -495,8 +588,9 @@ class StoreExplanation:
     only the skipped items the filter would keep are listed.
 
     ``engine`` names what answered: ``"snapshot"`` when the store's database
-    was read for this call (LangGraph's PostgreSQL stores: every item read in
-    one statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
+    was read for this call (LangGraph's ``PostgresStore`` and
+    ``AsyncPostgresStore``, and any subclass of them: every item read in one
+    statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
     index of other stores.
 
     ``read_from`` is ``"standby"`` when a hot standby answered the read
@@ -715,10 +809,16 @@ class PoolSplitStore(BaseStore):
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
-        The store reaches the server through a connection pool of at most
+        ``conn_string`` is a libpq URI (``postgresql://user:password@host/db``)
+        or key=value string; one libpq cannot read is a ValueError at once.
+        One connection is made first: a server that refuses it (no such
+        database, authentication failed, a host that does not resolve, nothing
+        listening) is a ConnectionError naming the server (password hidden) and
+        the reason, before any pool is opened. The store then reaches the
+        server through a connection pool of at most
         ``pool_size`` connections, each checked before use: after a server
         restart the next call reconnects, and while the server is down a call
-        raises a ConnectionError naming it (password hidden) after at most
+        raises a ConnectionError naming it after at most
         ``connect_timeout`` seconds. A statement running longer than
         ``statement_timeout`` seconds (None: no limit) is cancelled by the
         server. ``setup`` creates LangGraph's store tables if needed (its own
@@ -745,6 +845,9 @@ class PoolSplitStore(BaseStore):
                 raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         postgres = require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool",
                            what="PoolSplitStore.from_conn_string")
+        _check_conninfo("conn_string", conn_string)
+        if standby_conn_string is not None:
+            _check_conninfo("standby_conn_string", standby_conn_string)
         from psycopg_pool import ConnectionPool
 
         kwargs: dict[str, Any] = {"connect_timeout": max(1, round(connect_timeout))}
@@ -761,6 +864,7 @@ class PoolSplitStore(BaseStore):
             standby_pool = {**pool, "kwargs": {**kwargs, "options": read_only}}
             kwargs["options"] = " ".join([*kwargs.get("options", "").split(),
                                           "-c synchronous_commit=remote_apply"])
+        _probe(conn_string, kwargs)
         with ExitStack() as stack:
             try:
                 if standby_conn_string is not None:  # (not set up: the primary's tables replicate)
@@ -773,6 +877,8 @@ class PoolSplitStore(BaseStore):
                 if setup:
                     store.setup()
             except Exception as exc:
+                if isinstance(exc, TimeoutError):  # (an OSError, but the server answered)
+                    raise
                 if _is_connection_error(exc) or isinstance(exc.__cause__, ConnectionError):
                     raise ConnectionError(
                         f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
@@ -787,25 +893,30 @@ class PoolSplitStore(BaseStore):
         schema ``poolsplit_v1`` (SQL functions that read a row as the core
         reads its entry, a table of each row's readings and the triggers on
         ``store`` that keep it): from then on the database scores pool-split
-        reads (the user guide's PostgreSQL section). Run it again after an
-        upgrade; every process may run it. Over a store whose own setup is
-        async (``AsyncPostgresStore``), await :meth:`asetup` instead.
+        reads (the user guide's PostgreSQL section). Every process may run it:
+        once a release's install has finished, running it again costs a few
+        statements whatever the store's size. The first run (and the first
+        after an upgrade whose SQL changed) gives every row a reading; on a
+        large store, run it once without a statement timeout
+        (``poolsplit-postgres setup DSN``). A setup the server cancels
+        (``statement_timeout``) raises a TimeoutError saying so. Over a store
+        whose own setup is async (``AsyncPostgresStore``), await :meth:`asetup`
+        instead.
         """
         own = getattr(self.store, "setup", None)
         if own is not None and inspect.iscoroutinefunction(own):
             raise TypeError(f"PoolSplitStore.setup() cannot set up an {type(self.store).__name__}"
                             " (its setup is async): await store.asetup() in its event loop")
-        if own is not None:
-            own()
-        from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
-        if from_postgres:
-            from langgraph.checkpoint.postgres import _internal as pg_internal
+        with self._setting_up():
+            if own is not None:
+                own()
+            if self._database and isinstance(self.store, _postgres_store_class()):
+                from langgraph.checkpoint.postgres import _internal as pg_internal
 
-            from poolsplit_integrations import _pgengine
-            with self._reading(()), pg_internal.get_connection(
-                    cast(Any, self.store).conn) as conn:
-                _pgengine.setup_entries(conn)
-            self._in_database_ok = None
+                from poolsplit_integrations import _pgengine
+                with pg_internal.get_connection(cast(Any, self.store).conn) as conn:
+                    _pgengine.setup_entries(conn)
+                self._in_database_ok = None
 
     async def asetup(self) -> None:
         """The async twin of :meth:`setup`, for an ``AsyncPostgresStore`` (in its event loop).
@@ -820,14 +931,14 @@ class PoolSplitStore(BaseStore):
         if own is None or not inspect.iscoroutinefunction(own):
             await asyncio.to_thread(self.setup)
             return
-        await own()
-        from langgraph.store.postgres import AsyncPostgresStore
-        if isinstance(self.store, AsyncPostgresStore):
-            from poolsplit_integrations import _pgengine
-            with self._reading(()):
+        with self._setting_up():
+            await own()
+            from langgraph.store.postgres import AsyncPostgresStore
+            if isinstance(self.store, AsyncPostgresStore):
+                from poolsplit_integrations import _pgengine
                 async with _pgengine.aheld(self.store) as conn:
                     await _pgengine.asetup_entries(conn)
-            self._in_database_ok = None
+                self._in_database_ok = None
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -866,14 +977,16 @@ class PoolSplitStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``get``."""
-        return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``search``."""
-        return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
-                                 offset=offset, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
+                                     offset=offset, refresh_ttl=refresh_ttl)
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
             index: Literal[False] | list[str] | None = None, *,
@@ -902,20 +1015,23 @@ class PoolSplitStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``list_namespaces``."""
-        return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
-                                          limit=limit, offset=offset)
+        with _naming_setup():
+            return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                              limit=limit, offset=offset)
 
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``aget``."""
-        return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``asearch``."""
-        return await self.store.asearch(namespace_prefix, query=query, filter=filter,
-                                        limit=limit, offset=offset, refresh_ttl=refresh_ttl)
+        with _naming_setup():
+            return await self.store.asearch(namespace_prefix, query=query, filter=filter,
+                                            limit=limit, offset=offset, refresh_ttl=refresh_ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
                    index: Literal[False] | list[str] | None = None, *,
@@ -940,9 +1056,10 @@ class PoolSplitStore(BaseStore):
                                max_depth: int | None = None, limit: int = 100,
                                offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``alist_namespaces``."""
-        return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
-                                                 max_depth=max_depth, limit=limit,
-                                                 offset=offset)
+        with _naming_setup():
+            return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
+                                                     max_depth=max_depth, limit=limit,
+                                                     offset=offset)
 
     # ----------------------------------------------------------------------
     # Pool-split reads
@@ -1335,7 +1452,9 @@ class PoolSplitStore(BaseStore):
             ready, asked = self._in_database_ok
             if ready or self.clock() - asked < 60.0:
                 return ready
+        # (a store's own deserializer may change values the SQL readings read as stored)
         if not (self.score_in_database and cast(Any, self.store).pipe is None
+                and cast(Any, self.store)._deserializer is None
                 and self.token_counter is default_token_counter
                 and self.is_active is default_is_active):
             self._in_database_ok = (False, self.clock())
@@ -1538,6 +1657,30 @@ class PoolSplitStore(BaseStore):
             return await aread_namespace(self.store, prefix)
 
     @contextmanager
+    def _setting_up(self) -> Iterator[None]:
+        """Re-raise a failed setup as an error that says it was the setup, and what to do.
+
+        A statement the server cancelled (its ``statement_timeout``) is a
+        TimeoutError; a lost or refused connection a ConnectionError.
+        """
+        kind = type(self.store).__name__
+        try:
+            yield
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == _CANCELLED:
+                raise TimeoutError(
+                    f"PoolSplitStore.setup() of its {kind} was cancelled by the server"
+                    " (statement_timeout): a first setup, or the first after an upgrade,"
+                    " gives every row of a large store its reading; run it once without a"
+                    " timeout (poolsplit-postgres setup DSN, or from_conn_string(...,"
+                    " statement_timeout=None)), after which a setup is a few statements:"
+                    f" {_one_line(exc)}") from exc
+            if not isinstance(exc, OSError) and _is_connection_error(exc):
+                raise ConnectionError(f"PoolSplitStore.setup() could not reach the database"
+                                      f" of its {kind}: {_one_line(exc)}") from exc
+            raise
+
+    @contextmanager
     def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
         """Re-raise a failed database read as :meth:`_lost` names it."""
         try:
@@ -1556,6 +1699,9 @@ class PoolSplitStore(BaseStore):
         error is ``exc`` itself.
         """
         where = f"namespace {prefix!r} from its {type(self.store).__name__}"
+        named = _setup_named(exc)
+        if named is not None:
+            return named
         if getattr(exc, "sqlstate", None) == _CANCELLED:
             return TimeoutError(f"PoolSplitStore's read of {where} was cancelled by the server"
                                 f" (statement_timeout): {exc}")
@@ -1969,6 +2115,9 @@ class PoolSplitStore(BaseStore):
                     f"PoolSplitStore could not complete a write of {keys}{more} to its"
                     f" {type(self.store).__name__} (it may or may not have committed): {exc}"
                 ) from exc
+            named = _setup_named(exc)
+            if named is not None:
+                raise named from exc
             raise
 
 
