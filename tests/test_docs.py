@@ -7,7 +7,10 @@
 - the README stays a README (at most 30 KB), and the user docs carry no issue
   numbers, commit hashes or mutation-run tallies: those belong in commit messages;
 - every test a guarantee names exists, in the README and on the guarantees page,
-  and every test the README names is on that page.
+  and every test the README names is on that page;
+- every example of the README and the pages (a block fenced with a language) fits the
+  ``COLUMN`` characters a code block of the site holds at a desktop width (measured in a
+  browser by ``tests/test_site_browser.py``), a CJK character counting as two.
 
 The examples of every page run in ``tests/test_readme.py``.
 """
@@ -20,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -41,14 +45,22 @@ cli.main(args=["build", "--strict", "--site-dir", sys.argv[1]], prog_name="mkdoc
 """
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
+#: The characters of the code font a code block of the site holds across at 1280 px.
+COLUMN = 80
+
+
+def build_site(out: Path) -> Path:
+    """Build the site into ``out`` as ``make docs`` does, offline; fail on any warning."""
     done = subprocess.run([sys.executable, "-c", OFFLINE_BUILD, str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def test_the_site_builds_strictly_with_the_network_refused(site):
@@ -96,6 +108,38 @@ def test_the_site_asks_no_font_or_script_from_another_host(site):
 def test_the_readme_is_at_most_30_kb():
     size = README.stat().st_size
     assert size <= 30_000, f"README.md is {size} bytes; move a section to a page under docs/"
+
+
+def columns(line: str) -> int:
+    """How many columns ``line`` takes in a monospaced font: two for a wide (CJK) character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
+
+
+def examples(markdown: Path) -> list[tuple[int, list[str]]]:
+    """The examples of a page: ``(first line number, lines)`` of each block fenced with a
+    language (``text`` or a bare fence shows a program's output as it prints it)."""
+    found: list[tuple[int, list[str]]] = []
+    language, start, lines = None, 0, []
+    for number, line in enumerate(markdown.read_text(encoding="utf-8").splitlines(), 1):
+        if language is None:
+            if fence := re.fullmatch(r"\s*```(\w*).*", line):
+                language, start, lines = fence.group(1), number + 1, []
+        elif line.strip() == "```":
+            if language not in ("", "text"):
+                found.append((start, lines))
+            language = None
+        else:
+            lines.append(line)
+    return found
+
+
+@pytest.mark.parametrize("path", USER_DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_example_fits_the_column_of_the_site(path):
+    too_wide = [f"line {start + offset}: {columns(line)} columns"
+                for start, lines in examples(path) for offset, line in enumerate(lines)
+                if columns(line) > COLUMN]
+    assert not too_wide, (f"{path.relative_to(ROOT)}: examples wider than the {COLUMN} columns"
+                          f" a code block shows: {too_wide}")
 
 
 HISTORY = {
