@@ -17,8 +17,9 @@ Both are named in ``mkdocs.yml``:
 - ``DoctestFences``, a griffe extension used by the API reference, shows the
   ``>>>`` examples of the docstrings as Python code (Markdown would read them as
   prose: ``['fix', 'a']`` in an output line looks like a link reference, and the
-  strict build fails on it), and the docstrings' Sphinx roles
-  (``:func:`coverage```) as code, which Markdown would print as they are.
+  strict build fails on it), the docstrings' Sphinx roles (``:func:`coverage```)
+  as code, and a reST literal block's ``::`` as ``:`` (Markdown shows the
+  indented block as code already, but would print the ``::``).
 """
 
 from __future__ import annotations
@@ -140,12 +141,30 @@ def plain_roles(text: str) -> str:
     return ROLE.sub(lambda m: "`" + (m[2].rsplit(".", 1)[-1] if m[1] else m[2]) + "`", text)
 
 
+def literal_blocks(text: str) -> str:
+    """End a paragraph that opens a reST literal block (``::``, then a blank line) with ``:``.
+
+    >>> literal_blocks("Six commands::\\n\\n    poolsplit demo\\n")
+    'Six commands:\\n\\n    poolsplit demo\\n'
+    >>> literal_blocks("```\\nx::\\n\\n```")
+    '```\\nx::\\n\\n```'
+    """
+    lines = text.split("\n")
+    in_fence = False
+    for i, line in enumerate(lines[:-1]):
+        if line.strip().startswith(FENCE):
+            in_fence = not in_fence
+        elif not in_fence and line.endswith("::") and not lines[i + 1].strip():
+            lines[i] = line[:-1]
+    return "\n".join(lines)
+
+
 class DoctestFences(griffe.Extension):
-    """Fence the doctests and plain the roles of every docstring, as each object is read."""
+    """Fence the doctests, plain the roles and end literal blocks of every docstring, as read."""
 
     # on_instance, not griffe 2's on_object: griffe 1.x has it too, and a docstring
     # is complete as soon as its object is.
     def on_instance(self, *, node: Any, obj: griffe.Object, agent: Any, **kwargs: Any) -> None:
         """Rewrite ``obj``'s docstring for Markdown."""
         if obj.docstring is not None:
-            obj.docstring.value = plain_roles(fence_doctests(obj.docstring.value))
+            obj.docstring.value = literal_blocks(plain_roles(fence_doctests(obj.docstring.value)))

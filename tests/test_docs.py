@@ -18,7 +18,9 @@ The examples of every page run in ``tests/test_readme.py``.
 from __future__ import annotations
 
 import doctest
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
@@ -89,6 +91,58 @@ def test_the_api_reference_renders_every_public_module(site):
         assert not missing, f"reference/{page}: {missing} have no section"
         # Markdown reads an unfenced ``>>>`` line as three nested quotes.
         assert "<blockquote>" not in html, f"reference/{module}: a doctest rendered as prose"
+
+
+#: Each reference page that lists its members by hand (docs/reference/*.md): its first section.
+MAIN_FIRST = {"poolsplit_core.poolsplit": "Pool", "poolsplit_core.plan": "plan_pools",
+              "poolsplit_integrations.langchain": "PoolSplitRetriever",
+              "poolsplit_integrations.llama_index": "PoolSplitRetriever",
+              "poolsplit_integrations.langgraph": "PoolSplitStore"}
+REFERENCE = ["poolsplit_core.poolsplit", "poolsplit_core.prepared", "poolsplit_core.multilingual",
+             "poolsplit_core.checks", "poolsplit_core.plan", "poolsplit_integrations.langchain",
+             "poolsplit_integrations.llama_index", "poolsplit_integrations.langgraph"]
+
+
+def reference_page(site: Path, module: str) -> str:
+    return (site / "reference" / module.rsplit(".", 1)[1] / "index.html").read_text(
+        encoding="utf-8")
+
+
+@pytest.mark.parametrize("module", REFERENCE)
+def test_the_api_reference_has_a_section_for_every_public_class_and_function(site, module):
+    # A page that lists its members in order must list a class or function added later too.
+    imported = importlib.import_module(module)
+    public = [name for name, value in vars(imported).items() if not name.startswith("_")
+              and (inspect.isclass(value) or inspect.isfunction(value))
+              and value.__module__ == module]
+    html = reference_page(site, module)
+    missing = [name for name in public if f'id="{module}.{name}"' not in html]
+    assert not missing, (f"reference/{module}: no section for {missing}; add them to the"
+                         f" members of docs/reference/{module.rsplit('.', 1)[1]}.md")
+    sections = re.findall(rf'<h2 id="{re.escape(module)}\.(\w+)"', html)
+    if module in MAIN_FIRST:
+        assert sections[0] == MAIN_FIRST[module], f"reference/{module} opens with {sections[0]}"
+
+
+@pytest.mark.parametrize("module", REFERENCE)
+def test_the_api_reference_reads_as_markdown_with_public_bases_and_formatted_signatures(
+        site, module):
+    html = reference_page(site, module)
+    text = re.sub(r"<[^>]+>", "", html)
+    assert ".. code-block" not in text, f"reference/{module}: a reST code-block shows as text"
+    assert not re.search(r"::\s*$", text, re.M), f"reference/{module}: a reST '::' shows"
+    for bases in re.findall(r'<p class="doc doc-class-bases">(.*?)</p>', html, re.S):
+        shown = re.sub(r"<[^>]+>|\s", "", bases)
+        assert not re.search(r"[:,]_", shown), f"reference/{module}: a private base in {shown}"
+    # "Key init args" (Setup / Key init args / Instantiate, as LangChain documents its
+    # components) is a list, one item an argument, not one paragraph
+    for section in re.findall(r"<summary>Key init args</summary>(.*?)</details>", html, re.S):
+        assert section.count("<li>") >= 3, f"reference/{module}: Key init args is not a list"
+    # ruff formats a long signature one parameter a line (without it: one long line)
+    widest = max((len(line) for code in re.findall(
+        r'<div class="doc-signature highlight"><pre>(.*?)</pre>', html, re.S)
+        for line in re.sub(r"<[^>]+>", "", code).splitlines()), default=0)
+    assert widest <= COLUMN, f"reference/{module}: a signature line of {widest} characters"
 
 
 @pytest.mark.parametrize("plot", ["profiles.png", "langgraph.png"])
