@@ -147,7 +147,7 @@ def search(page, base_url: str, start: str, query: str) -> set[str]:
     # that there are none.
     words = page.evaluate("JSON.parse(document.querySelector('#__config').textContent)"
                           ".translations")
-    box = page.locator("input.md-search__input")
+    box = page.locator(".md-search__input")
     box.click()
     page.wait_for_function("""ready => document.querySelector('.md-search-result__meta')
                                              .textContent === ready""",
@@ -268,7 +268,7 @@ def test_the_chinese_pages_label_their_interface_and_navigation_in_chinese(site,
                 .filter(node => !node.closest('.md-nav--secondary'))  // the page's own toc
                 .map(node => node.textContent.trim()).filter(Boolean);
             return {
-                "the search box": [document.querySelector('input.md-search__input')
+                "the search box": [document.querySelector('.md-search__input')
                                    .placeholder],
                 "the table of contents": [...document.querySelectorAll(
                     '.md-sidebar--secondary .md-nav__title')].map(node => node.textContent.trim()),
