@@ -56,7 +56,15 @@ lint: $(VENV)/.dev  ## ruff, and mypy --strict on the core, the CLI and both ada
 	$(BIN)/ruff check .
 	$(BIN)/mypy poolsplit_core poolsplit_integrations
 
-test: lint $(VENV)/.wheelhouse  ## lint, then the whole test suite (notebooks, the docs' strict build and the built package included)
+# The browser tests/test_site_browser.py renders the site in: Debian's chromium, and a CJK
+# font so that the Chinese pages measure as a reader's browser draws them.
+$(VENV)/.browser: | $(BIN)/python
+	dpkg -s chromium fonts-wqy-microhei >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); $$sudo apt-get update -q \
+	  && $$sudo apt-get install -y -q chromium fonts-wqy-microhei; }
+	touch $@
+
+test: lint $(VENV)/.wheelhouse $(VENV)/.browser  ## lint, then every test (notebooks, the docs' strict build, the site in a browser, the built package)
 	$(BIN)/python -m pytest
 
 # The same checks in a virtualenv of their own, on the newest releases the ranges allow: what a

@@ -606,44 +606,42 @@ class PoolSplitRetriever(_Component, BaseRetriever):
     Setup:
         Install the extra:
 
-        .. code-block:: bash
-
-            pip install 'poolsplit[langchain]'
+        ```bash
+        pip install 'poolsplit[langchain]'
+        ```
 
     Key init args:
-        documents: list[Document]
-            The memory store; each Document is one entry. Its metadata holds
-            the entry keys (``type``, ``scope``, ``tags``, ``project``,
-            ``created``, ``base_priority``, ...); ``Document.id`` is the entry
-            id (a metadata ``id`` stays plain metadata), and a Document
-            without one is stored as a copy with a new uuid4 id, which
-            ``invoke`` returns and ``delete`` takes. Mapped to entries once, here.
-        pools: list[Pool]
-            At least one pool, unique names.
-        k: int | None
-            Cap on the number of *contextual* documents across pools, filled
-            round-robin in pool order. Always-scope documents are never cut
-            and not counted.
-        context: dict | None
-            Default retrieval context, e.g. ``{"project": "atlas",
-            "tags": ["db"]}``. The query becomes ``context["message"]``.
-        scorer, token_counter, is_active: callables
-            The core's hooks; default to the core's defaults.
-        now: datetime | None
-            A fixed clock for reproducible scoring (``None``: current time).
-        base_retriever: BaseRetriever | None
-            Optional candidate source (e.g. a vector store's retriever). Its
-            results join ``documents`` on every query (duplicates by id, else
-            by content and metadata, kept once); its run is traced as a child
-            of ours. Always-scope ``documents`` load whatever it returns.
+        - ``documents`` (``list[Document]``): The memory store; each Document
+          is one entry. Its metadata holds the entry keys (``type``, ``scope``,
+          ``tags``, ``project``, ``created``, ``base_priority``, ...);
+          ``Document.id`` is the entry id (a metadata ``id`` stays plain
+          metadata), and a Document without one is stored as a copy with a new
+          uuid4 id, which ``invoke`` returns and ``delete`` takes. Mapped to
+          entries once, here.
+        - ``pools`` (``list[Pool]``): At least one pool, unique names.
+        - ``k`` (``int | None``): Cap on the number of *contextual* documents
+          across pools, filled round-robin in pool order. Always-scope
+          documents are never cut and not counted.
+        - ``context`` (``dict | None``): Default retrieval context, e.g.
+          ``{"project": "atlas", "tags": ["db"]}``. The query becomes
+          ``context["message"]``.
+        - ``scorer``, ``token_counter``, ``is_active`` (``callables``): The
+          core's hooks; default to the core's defaults.
+        - ``now`` (``datetime | None``): A fixed clock for reproducible scoring
+          (``None``: current time).
+        - ``base_retriever`` (``BaseRetriever | None``): Optional candidate
+          source (e.g. a vector store's retriever). Its results join
+          ``documents`` on every query (duplicates by id, else by content and
+          metadata, kept once); its run is traced as a child of ours.
+          Always-scope ``documents`` load whatever it returns.
 
-        filter: dict | None
-            Tenant filter (equality on every key), applied before pool-split
-            to every document, always-scope included. See *Tenancy*.
-        require_filter_keys: tuple[str, ...]
-            Keys every call's filter must hold; a call lacking one is refused.
-        max_always_tokens: int | None
-            Always-tier ceiling; more raises ``AlwaysScopeOverflowError``.
+        - ``filter`` (``dict | None``): Tenant filter (equality on every key),
+          applied before pool-split to every document, always-scope included.
+          See *Tenancy*.
+        - ``require_filter_keys`` (``tuple[str, ...]``): Keys every call's
+          filter must hold; a call lacking one is refused.
+        - ``max_always_tokens`` (``int | None``): Always-tier ceiling; more
+          raises ``AlwaysScopeOverflowError``.
 
         Unknown init args are refused. Assigning an option (``retriever.k = 2``)
         is validated and seen by the next call. ``documents``,
@@ -653,72 +651,72 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         ``documents`` is a read-only view (``append`` raises).
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from datetime import datetime, timezone
 
-            from datetime import datetime, timezone
+        from langchain_core.documents import Document
 
-            from langchain_core.documents import Document
+        from poolsplit_core import Pool
+        from poolsplit_integrations.langchain import PoolSplitRetriever
 
-            from poolsplit_core import Pool
-            from poolsplit_integrations.langchain import PoolSplitRetriever
-
-            store = [
-                Document(id="c1", page_content="Never force-push to main.",
-                         metadata={"type": "correction", "scope": "always"}),
-                Document(id="t1", page_content="Ship the release notes on Friday.",
-                         metadata={"type": "task", "base_priority": 8}),
-                Document(id="s1", page_content="Use git bisect run to find a regression.",
-                         metadata={"type": "skill", "base_priority": 3}),
-            ]
-            retriever = PoolSplitRetriever(
-                documents=store,
-                pools=[
-                    Pool("work", max_tokens=200, max_entries=3, types=("task", "correction")),
-                    Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
-                ],
-                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            )
+        store = [
+            Document(id="c1", page_content="Never force-push to main.",
+                     metadata={"type": "correction", "scope": "always"}),
+            Document(id="t1", page_content="Ship the release notes on Friday.",
+                     metadata={"type": "task", "base_priority": 8}),
+            Document(id="s1", page_content="Use git bisect run to find a regression.",
+                     metadata={"type": "skill", "base_priority": 3}),
+        ]
+        retriever = PoolSplitRetriever(
+            documents=store,
+            pools=[
+                Pool("work", max_tokens=200, max_entries=3, types=("task", "correction")),
+                Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
+            ],
+            now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        )
+        ```
 
     Invoke:
-        .. code-block:: python
+        ```python
+        docs = retriever.invoke("release notes")
+        print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
+        # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
 
-            docs = retriever.invoke("release notes")
-            print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
-            # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
-
-            # Per-call context, cap and filter: project=, tags=, k=, filter=
-            # (k counts contextual only).
-            docs = retriever.invoke("release notes", k=1)
-            print([d.id for d in docs])
-            # ['c1', 't1']
+        # Per-call context, cap and filter: project=, tags=, k=, filter=
+        # (k counts contextual only).
+        docs = retriever.invoke("release notes", k=1)
+        print([d.id for d in docs])
+        # ['c1', 't1']
+        ```
 
     Use within a chain:
-        .. code-block:: python
+        ```python
+        from langchain_core.language_models.fake_chat_models import (
+            ParrotFakeChatModel,
+        )
+        from langchain_core.output_parsers import StrOutputParser
+        from langchain_core.prompts import ChatPromptTemplate
+        from langchain_core.runnables import RunnablePassthrough
 
-            from langchain_core.language_models.fake_chat_models import (
-                ParrotFakeChatModel,
-            )
-            from langchain_core.output_parsers import StrOutputParser
-            from langchain_core.prompts import ChatPromptTemplate
-            from langchain_core.runnables import RunnablePassthrough
+        def format_docs(docs):
+            return "\n".join(d.page_content for d in docs)
 
-            def format_docs(docs):
-                return "\n".join(d.page_content for d in docs)
-
-            prompt = ChatPromptTemplate.from_template(
-                "Memory:\n{context}\n\nQuestion: {question}"
-            )
-            llm = ParrotFakeChatModel()  # any chat model; this one echoes the prompt
-            chain = (
-                {"context": retriever | format_docs, "question": RunnablePassthrough()}
-                | prompt
-                | llm
-                | StrOutputParser()
-            )
-            print(chain.invoke("Can I push the release notes to main?"))
-            # Memory:
-            # Never force-push to main.
-            # ...
+        prompt = ChatPromptTemplate.from_template(
+            "Memory:\n{context}\n\nQuestion: {question}"
+        )
+        llm = ParrotFakeChatModel()  # any chat model; this one echoes the prompt
+        chain = (
+            {"context": retriever | format_docs, "question": RunnablePassthrough()}
+            | prompt
+            | llm
+            | StrOutputParser()
+        )
+        print(chain.invoke("Can I push the release notes to main?"))
+        # Memory:
+        # Never force-push to main.
+        # ...
+        ```
 
     Tenancy:
         ``filter`` keeps only documents whose metadata equals every item of
@@ -740,47 +738,47 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Without it, a warning on the ``"poolsplit"`` logger names the
         corrections when they alone cost more than all pools' ``max_tokens``.
 
-        .. code-block:: python
+        ```python
+        from poolsplit_core import AlwaysScopeOverflowError
 
-            from poolsplit_core import AlwaysScopeOverflowError
+        memories = [
+            Document(id="ana-fix", page_content="Answer Ana in Portuguese.",
+                     metadata={"user_id": "ana", "type": "correction",
+                               "scope": "always"}),
+            Document(id="ana-t1", page_content="Ana ships the release notes on Friday.",
+                     metadata={"user_id": "ana", "type": "task", "base_priority": 8}),
+            Document(id="ana-t2",
+                     page_content="Ana drafts the migration guide for the next release.",
+                     metadata={"user_id": "ana", "type": "task"}),
+            Document(id="ben-t1", page_content="Ben reviews the release notes.",
+                     metadata={"user_id": "ben", "type": "task"}),
+            Document(id="shared", page_content="The release notes live in docs/releases.",
+                     metadata={"type": "note"}),  # no user_id: no tenant sees it
+        ]
+        tenants = PoolSplitRetriever(
+            documents=memories,
+            pools=[Pool("memory", max_tokens=15, max_entries=3)],
+            require_filter_keys=("user_id",),  # no user_id in the filter: refused
+            max_always_tokens=50,  # costlier corrections: an error, never a drop
+            now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        )
+        print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ana"})])
+        # ['ana-fix', 'ana-t1']
+        print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ben"})])
+        # ['ben-t1']
+        try:
+            tenants.invoke("release notes")  # no filter: fail closed
+        except ValueError as err:
+            print(type(err).__name__, "user_id" in str(err))
+        # ValueError True
 
-            memories = [
-                Document(id="ana-fix", page_content="Answer Ana in Portuguese.",
-                         metadata={"user_id": "ana", "type": "correction",
-                                   "scope": "always"}),
-                Document(id="ana-t1", page_content="Ana ships the release notes on Friday.",
-                         metadata={"user_id": "ana", "type": "task", "base_priority": 8}),
-                Document(id="ana-t2",
-                         page_content="Ana drafts the migration guide for the next release.",
-                         metadata={"user_id": "ana", "type": "task"}),
-                Document(id="ben-t1", page_content="Ben reviews the release notes.",
-                         metadata={"user_id": "ben", "type": "task"}),
-                Document(id="shared", page_content="The release notes live in docs/releases.",
-                         metadata={"type": "note"}),  # no user_id: no tenant sees it
-            ]
-            tenants = PoolSplitRetriever(
-                documents=memories,
-                pools=[Pool("memory", max_tokens=15, max_entries=3)],
-                require_filter_keys=("user_id",),  # no user_id in the filter: refused
-                max_always_tokens=50,  # costlier corrections: an error, never a drop
-                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            )
-            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ana"})])
-            # ['ana-fix', 'ana-t1']
-            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ben"})])
-            # ['ben-t1']
-            try:
-                tenants.invoke("release notes")  # no filter: fail closed
-            except ValueError as err:
-                print(type(err).__name__, "user_id" in str(err))
-            # ValueError True
-
-            strict = tenants.model_copy(update={"max_always_tokens": 5})
-            try:
-                strict.invoke("release notes", filter={"user_id": "ana"})
-            except AlwaysScopeOverflowError as err:
-                print(err)
-            # always-scope entries cost 6 tokens, more than max_always_tokens=5: entry id='ana-fix'
+        strict = tenants.model_copy(update={"max_always_tokens": 5})
+        try:
+            strict.invoke("release notes", filter={"user_id": "ana"})
+        except AlwaysScopeOverflowError as err:
+            print(err)
+        # always-scope entries cost 6 tokens, more than max_always_tokens=5: entry id='ana-fix'
+        ```
 
     Explain:
         ``explain(query, **kwargs)`` takes ``invoke``'s context and filter
@@ -794,17 +792,17 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         account per document: ``poolsplit_pool``, ``poolsplit_score``,
         ``poolsplit_always``.
 
-        .. code-block:: python
-
-            explanation = tenants.explain("release notes", filter={"user_id": "ana"})
-            for d in explanation.decisions:
-                print(d.entry["id"], d.outcome, d.cost, d.tokens_left)
-            # ana-fix always 6 None
-            # ana-t1 selected 9 None
-            # ana-t2 over_tokens 13 6
-            ledger = explanation.ledgers["memory"]
-            print(ledger.tokens_used, ledger.tokens_left, ledger.always_tokens)
-            # 9 6 6
+        ```python
+        explanation = tenants.explain("release notes", filter={"user_id": "ana"})
+        for d in explanation.decisions:
+            print(d.entry["id"], d.outcome, d.cost, d.tokens_left)
+        # ana-fix always 6 None
+        # ana-t1 selected 9 None
+        # ana-t2 over_tokens 13 6
+        ledger = explanation.ledgers["memory"]
+        print(ledger.tokens_used, ledger.tokens_left, ledger.always_tokens)
+        # 9 6 6
+        ```
     """
 
     documents: Sequence[Document] = Field(default=(), frozen=True)
@@ -1119,54 +1117,53 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     reads it as the entry key ``similarity``.
 
     Setup:
-        .. code-block:: bash
-
-            pip install 'poolsplit[langchain]'
+        ```bash
+        pip install 'poolsplit[langchain]'
+        ```
 
     Key init args:
-        pools: list[Pool]
-            At least one pool, unique names.
-        pinned: list[Document]
-            Documents that always join the candidates (mapped once, here).
-        k, context, scorer, token_counter, is_active, now:
-            As for :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens:
-            As for :class:`PoolSplitRetriever`, on the compressor only:
-            ``compress_documents`` takes no per-call filter (a
-            ``ContextualCompressionRetriever`` could not pass one). The filter
-            applies to ``pinned`` and to the candidates alike, so neither a
-            pinned correction nor a search hit of another tenant loads. For
-            several tenants, one compressor each (``pinned`` is mapped once
-            per compressor).
+        - ``pools`` (``list[Pool]``): At least one pool, unique names.
+        - ``pinned`` (``list[Document]``): Documents that always join the
+          candidates (mapped once, here).
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: As
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: As for
+          :class:`PoolSplitRetriever`, on the compressor only:
+          ``compress_documents`` takes no per-call filter (a
+          ``ContextualCompressionRetriever`` could not pass one). The filter
+          applies to ``pinned`` and to the candidates alike, so neither a
+          pinned correction nor a search hit of another tenant loads. For
+          several tenants, one compressor each (``pinned`` is mapped once per
+          compressor).
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from langchain_core.documents import Document
 
-            from langchain_core.documents import Document
+        from poolsplit_core import Pool
+        from poolsplit_integrations.langchain import PoolSplitCompressor
 
-            from poolsplit_core import Pool
-            from poolsplit_integrations.langchain import PoolSplitCompressor
+        def by_similarity(entry, context):
+            return entry.get("similarity", 0.0)
 
-            def by_similarity(entry, context):
-                return entry.get("similarity", 0.0)
-
-            compressor = PoolSplitCompressor(
-                pools=[Pool("memory", max_tokens=200, max_entries=2)],
-                pinned=[Document(id="c1", page_content="Never force-push to main.",
-                                 metadata={"scope": "always"})],
-                scorer=by_similarity,
-            )
+        compressor = PoolSplitCompressor(
+            pools=[Pool("memory", max_tokens=200, max_entries=2)],
+            pinned=[Document(id="c1", page_content="Never force-push to main.",
+                             metadata={"scope": "always"})],
+            scorer=by_similarity,
+        )
+        ```
 
     Compress:
-        .. code-block:: python
-
-            found = [  # e.g. from a vector store, with its scores in metadata
-                Document(id="a", page_content="Release checklist", metadata={"score": 0.4}),
-                Document(id="b", page_content="Push policy", metadata={"score": 0.9}),
-            ]
-            docs = compressor.compress_documents(found, "how do I push the release?")
-            print([d.id for d in docs])
-            # ['c1', 'b', 'a']
+        ```python
+        found = [  # e.g. from a vector store, with its scores in metadata
+            Document(id="a", page_content="Release checklist", metadata={"score": 0.4}),
+            Document(id="b", page_content="Push policy", metadata={"score": 0.9}),
+        ]
+        docs = compressor.compress_documents(found, "how do I push the release?")
+        print([d.id for d in docs])
+        # ['c1', 'b', 'a']
+        ```
     """
 
     pinned: Sequence[Document] = Field(default=(), frozen=True)

@@ -638,56 +638,57 @@ class PoolSplitStore(BaseStore):
         ``PostgresStore``).
 
     Instantiate:
-        .. code-block:: python
-
-            from langgraph.store.memory import InMemoryStore
-            store = PoolSplitStore(InMemoryStore())
-            graph = builder.compile(store=store)  # nodes and langmem write through it
+        ```python
+        from langgraph.store.memory import InMemoryStore
+        store = PoolSplitStore(InMemoryStore())
+        graph = builder.compile(store=store)  # nodes and langmem write through it
+        ```
 
     Read:
-        .. code-block:: python
-
-            got = store.retrieve_pools(("memories", "ana"), pools, {"message": msg})
-            # {"corrections": [Item, ...], "work": [...], ...}
+        ```python
+        got = store.retrieve_pools(("memories", "ana"), pools, {"message": msg})
+        # {"corrections": [Item, ...], "work": [...], ...}
+        ```
 
     Key init args:
-        store: the LangGraph store to wrap.
-        strict: refuse a write whose value :mod:`poolsplit_core.checks` finds
-            a problem in (default True); ``False`` refuses only what the core
-            itself would (a value that is not a mapping, ``tags`` that are
-            not strings...). Pool-split reads skip the same items.
-        require_filter_keys: the keys a pool-split read's filter must hold.
-            ``None`` (default): ``("user_id",)`` as soon as an item read
-            carries a ``user_id``; ``()`` states a shared store.
-        score_in_database: over a ``PostgresStore`` on which :meth:`setup`
-            has run (an ``AsyncPostgresStore``: :meth:`asetup`), let the
-            database score large namespaces (default True; the user guide's
-            "Scoring in the database"); False reads every namespace whole.
-            The answers are the same.
-        refresh_interval, reconcile_interval: seconds (module docstring).
-        page_size: the most items one poll reads (default 1000); more changes
-            than that since the last poll are picked up by a full read, which
-            always reads the whole namespace in one ``search`` call.
-        max_namespaces: the most namespaces indexed at once (default 1024);
-            past it the least recently read is dropped.
-        evict_after: seconds (default 600; ``math.inf``: never) a namespace
-            stays indexed without being read. A dropped namespace is read
-            cold, in full, the next time it is asked for.
-        standby: a second LangGraph ``PostgresStore`` (``AsyncPostgresStore``
-            when ``store`` is one) connected to a hot standby of ``store``'s
-            database. Pool-split reads go to it unless that could hide a write
-            made through this object: after each write the primary's WAL
-            position is kept per namespace, and a read of a namespace whose
-            position the standby has not replayed yet goes to the primary (so
-            does every read while the standby fails: one warning is logged).
-            Once :meth:`setup` ran on the primary, the standby scores the
-            reads it answers as the primary would (``score_in_database``).
-            :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
-            answered. Another process's write shows in a standby read once
-            replayed; for it never to be hidden, writers commit with
-            ``synchronous_commit = remote_apply`` and the standby is listed in
-            the primary's ``synchronous_standby_names`` (see
-            :mod:`poolsplit_integrations._standby`).
+        - ``store``: the LangGraph store to wrap.
+        - ``strict``: refuse a write whose value :mod:`poolsplit_core.checks`
+          finds a problem in (default True); ``False`` refuses only what the
+          core itself would (a value that is not a mapping, ``tags`` that are
+          not strings...). Pool-split reads skip the same items.
+        - ``require_filter_keys``: the keys a pool-split read's filter must
+          hold. ``None`` (default): ``("user_id",)`` as soon as an item read
+          carries a ``user_id``; ``()`` states a shared store.
+        - ``score_in_database``: over a ``PostgresStore`` on which
+          :meth:`setup` has run (an ``AsyncPostgresStore``: :meth:`asetup`),
+          let the database score large namespaces (default True; the user
+          guide's "Scoring in the database"); False reads every namespace
+          whole. The answers are the same.
+        - ``refresh_interval``, ``reconcile_interval``: seconds (module
+          docstring).
+        - ``page_size``: the most items one poll reads (default 1000); more
+          changes than that since the last poll are picked up by a full read,
+          which always reads the whole namespace in one ``search`` call.
+        - ``max_namespaces``: the most namespaces indexed at once (default
+          1024); past it the least recently read is dropped.
+        - ``evict_after``: seconds (default 600; ``math.inf``: never) a
+          namespace stays indexed without being read. A dropped namespace is
+          read cold, in full, the next time it is asked for.
+        - ``standby``: a second LangGraph ``PostgresStore``
+          (``AsyncPostgresStore`` when ``store`` is one) connected to a hot
+          standby of ``store``'s database. Pool-split reads go to it unless
+          that could hide a write made through this object: after each write
+          the primary's WAL position is kept per namespace, and a read of a
+          namespace whose position the standby has not replayed yet goes to the
+          primary (so does every read while the standby fails: one warning is
+          logged). Once :meth:`setup` ran on the primary, the standby scores
+          the reads it answers as the primary would (``score_in_database``).
+          :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
+          answered. Another process's write shows in a standby read once
+          replayed; for it never to be hidden, writers commit with
+          ``synchronous_commit = remote_apply`` and the standby is listed in
+          the primary's ``synchronous_standby_names`` (see
+          :mod:`poolsplit_integrations._standby`).
 
     Freshness of the in-process index (module docstring): a write through
     this object is read back and applied to the index before it returns,
@@ -2256,25 +2257,25 @@ class PoolSplitStoreRetriever(BaseRetriever):
         ``pip install 'poolsplit[langgraph]'``
 
     Key init args:
-        store: a :class:`PoolSplitStore`.
-        namespace: a namespace template, e.g. ``("memories", "{user_id}")``,
-            filled from ``config["configurable"]`` on every call. A variable
-            the config lacks, or whose value is not a non-blank str (None,
-            ``""``, ``False``, ``0``, ``["ana"]``), raises a ValueError naming
-            it: nothing is read.
-        pools: the pools (``Pool`` objects or their plain-data dicts).
-        k: caps the contextual results (fair round-robin across pools);
-            corrections are never cut.
+        - ``store``: a :class:`PoolSplitStore`.
+        - ``namespace``: a namespace template, e.g. ``("memories",
+          "{user_id}")``, filled from ``config["configurable"]`` on every call.
+          A variable the config lacks, or whose value is not a non-blank str
+          (None, ``""``, ``False``, ``0``, ``["ana"]``), raises a ValueError
+          naming it: nothing is read.
+        - ``pools``: the pools (``Pool`` objects or their plain-data dicts).
+        - ``k``: caps the contextual results (fair round-robin across pools);
+          corrections are never cut.
 
     Invoke:
-        .. code-block:: python
-
-            retriever = PoolSplitStoreRetriever(store=store,
-                                                namespace=("memories", "{user_id}"),
-                                                pools=pools)
-            docs = retriever.invoke("how do I deploy?",
-                                    {"configurable": {"user_id": "ana"}},
-                                    filter={"project": "atlas"})  # optional: narrows
+        ```python
+        retriever = PoolSplitStoreRetriever(store=store,
+                                            namespace=("memories", "{user_id}"),
+                                            pools=pools)
+        docs = retriever.invoke("how do I deploy?",
+                                {"configurable": {"user_id": "ana"}},
+                                filter={"project": "atlas"})  # optional: narrows
+        ```
 
     Inside a LangGraph node the run's config reaches the retriever on its own.
     Per call: ``project=``, ``tags=`` (the context), ``k=``, and ``filter=``,

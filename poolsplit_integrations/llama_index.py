@@ -448,65 +448,66 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        nodes: the static store, one node per memory entry. Node metadata
-            supplies the entry keys (``type``, ``scope``, ``tags``,
-            ``project``, ``created``, ``base_priority``, ...); the node id is
-            the entry id. Mapped once, here.
-        pools: the reserved budgets, filled in order.
-        k: a fair cap on contextual nodes across pools (round-robin); it
-            never cuts an always-scope node. ``None``: no cap.
-        context: the default retrieval context, e.g.
-            ``{"project": "atlas", "tags": ["db"]}``; the query text becomes
-            ``context["message"]``.
-        scorer, token_counter, is_active, now: passed to the core.
-        base_retriever: any LlamaIndex retriever whose candidates join the
-            static nodes on each query (a node id is kept once; a
-            candidate's score reaches the scorer as ``similarity``).
-        filter: a hard metadata filter, e.g. ``{"user_id": "a"}``: a node
-            loads only if its metadata has every key with an equal value (a
-            node lacking the key does not match). Applied before pool-split
-            to every node -- corrections and the base retriever's candidates
-            included. ``None``: no filter.
-        require_filter_keys: keys the filter must have, e.g.
-            ``("user_id",)``. A retriever whose filter lacks one refuses
-            every call (``retrieve``, ``aretrieve``, ``explain``) with a
-            ``ValueError`` naming the missing keys: fail closed.
-        max_always_tokens: a ceiling on the always tier. A call whose
-            always-scope nodes (after the filter) cost more raises
-            :class:`~poolsplit_core.AlwaysScopeOverflowError` (a
-            ``ValueError``) naming them and their total; no correction is
-            ever dropped. ``None``: no ceiling, but a ``logging`` warning on
-            logger ``"poolsplit"`` when the always tier alone costs more than
-            all pools' ``max_tokens`` together.
+        - ``nodes``: the static store, one node per memory entry. Node metadata
+          supplies the entry keys (``type``, ``scope``, ``tags``, ``project``,
+          ``created``, ``base_priority``, ...); the node id is the entry id.
+          Mapped once, here.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``k``: a fair cap on contextual nodes across pools (round-robin); it
+          never cuts an always-scope node. ``None``: no cap.
+        - ``context``: the default retrieval context, e.g. ``{"project":
+          "atlas", "tags": ["db"]}``; the query text becomes
+          ``context["message"]``.
+        - ``scorer``, ``token_counter``, ``is_active``, ``now``: passed to the
+          core.
+        - ``base_retriever``: any LlamaIndex retriever whose candidates join
+          the static nodes on each query (a node id is kept once; a candidate's
+          score reaches the scorer as ``similarity``).
+        - ``filter``: a hard metadata filter, e.g. ``{"user_id": "a"}``: a node
+          loads only if its metadata has every key with an equal value (a node
+          lacking the key does not match). Applied before pool-split to every
+          node -- corrections and the base retriever's candidates included.
+          ``None``: no filter.
+        - ``require_filter_keys``: keys the filter must have, e.g.
+          ``("user_id",)``. A retriever whose filter lacks one refuses every
+          call (``retrieve``, ``aretrieve``, ``explain``) with a ``ValueError``
+          naming the missing keys: fail closed.
+        - ``max_always_tokens``: a ceiling on the always tier. A call whose
+          always-scope nodes (after the filter) cost more raises
+          :class:`~poolsplit_core.AlwaysScopeOverflowError` (a ``ValueError``)
+          naming them and their total; no correction is ever dropped. ``None``:
+          no ceiling, but a ``logging`` warning on logger ``"poolsplit"`` when
+          the always tier alone costs more than all pools' ``max_tokens``
+          together.
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from llama_index.core.schema import TextNode
+        from poolsplit_core.poolsplit import Pool
+        from poolsplit_integrations.llama_index import PoolSplitRetriever
 
-            from llama_index.core.schema import TextNode
-            from poolsplit_core.poolsplit import Pool
-            from poolsplit_integrations.llama_index import PoolSplitRetriever
-
-            retriever = PoolSplitRetriever(
-                nodes=[
-                    TextNode(id_="c1", text="Never force-push to main.",
-                             metadata={"type": "correction", "scope": "always"}),
-                    TextNode(id_="t1", text="Ship the release notes.",
-                             metadata={"type": "task", "base_priority": 9}),
-                ],
-                pools=[Pool("work", max_tokens=400, max_entries=5)],
-            )
+        retriever = PoolSplitRetriever(
+            nodes=[
+                TextNode(id_="c1", text="Never force-push to main.",
+                         metadata={"type": "correction", "scope": "always"}),
+                TextNode(id_="t1", text="Ship the release notes.",
+                         metadata={"type": "task", "base_priority": 9}),
+            ],
+            pools=[Pool("work", max_tokens=400, max_entries=5)],
+        )
+        ```
 
     Invoke:
-        .. code-block:: python
-
-            [(n.node.node_id, n.score) for n in retriever.retrieve("release?")]
-            # [('c1', ...), ('t1', ...)] -- the correction first, scored highest
+        ```python
+        [(n.node.node_id, n.score) for n in retriever.retrieve("release?")]
+        # [('c1', ...), ('t1', ...)] -- the correction first, scored highest
+        ```
 
     Use within a query engine:
-        .. code-block:: python
-
-            from llama_index.core.query_engine import RetrieverQueryEngine
-            engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+        ```python
+        from llama_index.core.query_engine import RetrieverQueryEngine
+        engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+        ```
 
     One store, many tenants:
         ``retrieve`` takes only the query, so the tenant filter lives on the
@@ -517,17 +518,17 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         every call, so a forgotten ``with_filter`` fails instead of loading
         every user's memories:
 
-        .. code-block:: python
-
-            shared = PoolSplitRetriever(
-                nodes=all_users_nodes,            # metadata carries "user_id"
-                pools=pools,
-                require_filter_keys=("user_id",),
-                max_always_tokens=300,            # corrections above 300 tokens: an error
-            )
-            shared.retrieve("deploy?")            # ValueError: ... lacks ['user_id']
-            retriever = shared.with_filter({"user_id": request.user_id})
-            nodes = retriever.retrieve("deploy?")  # user "a"'s corrections never reach "b"
+        ```python
+        shared = PoolSplitRetriever(
+            nodes=all_users_nodes,            # metadata carries "user_id"
+            pools=pools,
+            require_filter_keys=("user_id",),
+            max_always_tokens=300,            # corrections above 300 tokens: an error
+        )
+        shared.retrieve("deploy?")            # ValueError: ... lacks ['user_id']
+        retriever = shared.with_filter({"user_id": request.user_id})
+        nodes = retriever.retrieve("deploy?")  # user "a"'s corrections never reach "b"
+        ```
 
     Explain:
         :meth:`explain` returns the core's
@@ -539,11 +540,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         tokens accounted but not charged). Other tenants' nodes get no
         record.
 
-        .. code-block:: python
-
-            why = retriever.explain("deploy?")
-            why.ledgers["work"].tokens_left
-            [(d.entry["id"], d.outcome) for d in why.decisions]
+        ```python
+        why = retriever.explain("deploy?")
+        why.ledgers["work"].tokens_left
+        [(d.entry["id"], d.outcome) for d in why.decisions]
+        ```
 
     Returned nodes are copies: always-scope nodes first (pool order, then
     store order), then contextual nodes pool by pool in selection order. See
@@ -1009,31 +1010,31 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        pools: the reserved budgets, filled in order.
-        pinned: nodes that always join the candidates (typically the
-            ``scope="always"`` corrections), so they load even when
-            similarity search did not find them. A candidate with a pinned
-            node's id is kept once (the pinned one).
-        k, context, scorer, token_counter, is_active, now: as for
-            :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens: as for
-            :class:`PoolSplitRetriever`; the filter applies to the pinned
-            nodes and to the candidates alike.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``pinned``: nodes that always join the candidates (typically the
+          ``scope="always"`` corrections), so they load even when similarity
+          search did not find them. A candidate with a pinned node's id is kept
+          once (the pinned one).
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: as
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: as for
+          :class:`PoolSplitRetriever`; the filter applies to the pinned nodes
+          and to the candidates alike.
 
     Each candidate's ``NodeWithScore.score`` reaches the scorer as the entry
     key ``similarity``, so a custom scorer can blend it with the lexical
     score, e.g. ``lambda e, ctx: default_scorer(e, ctx) * (e.get("similarity") or 1)``.
 
     Use within a query engine:
-        .. code-block:: python
-
-            engine = index.as_query_engine(
-                similarity_top_k=50, llm=llm,
-                node_postprocessors=[PoolSplitPostprocessor(
-                    pools=[Pool("work", max_tokens=800, max_entries=8)],
-                    pinned=correction_nodes,
-                )],
-            )
+        ```python
+        engine = index.as_query_engine(
+            similarity_top_k=50, llm=llm,
+            node_postprocessors=[PoolSplitPostprocessor(
+                pools=[Pool("work", max_tokens=800, max_entries=8)],
+                pinned=correction_nodes,
+            )],
+        )
+        ```
 
     Results follow the same order and score rule as the retriever (the two
     share one code path).
@@ -1093,30 +1094,29 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        store: the memory store -- a list of entry dicts and/or nodes
-            (prepared once, here), a :class:`~poolsplit_core.PreparedStore`
-            the application writes to (``add``/``upsert``/``delete``), or a
-            :class:`PoolSplitRetriever` (``insert_nodes``/``delete_nodes``;
-            its filter applies too). Every ``aget`` queries the prepared
-            store as it is now; nothing is re-scored from scratch. Entry
-            dicts are passed to the core as they are; nodes go through the
-            shared mapping.
-        pools: the reserved budgets, filled in order.
-        k, context, scorer, token_counter, is_active, now: as for
-            :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens: as for
-            :class:`PoolSplitRetriever`; the filter applies to every store
-            entry (a ``Memory`` is usually per user: give its block that
-            user's filter, and ``require_filter_keys`` so a block built
-            without one refuses to render).
-        corrections_heading: the heading above the always-scope entries.
+        - ``store``: the memory store -- a list of entry dicts and/or nodes
+          (prepared once, here), a :class:`~poolsplit_core.PreparedStore` the
+          application writes to (``add``/``upsert``/``delete``), or a
+          :class:`PoolSplitRetriever` (``insert_nodes``/``delete_nodes``; its
+          filter applies too). Every ``aget`` queries the prepared store as it
+          is now; nothing is re-scored from scratch. Entry dicts are passed to
+          the core as they are; nodes go through the shared mapping.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: as
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: as for
+          :class:`PoolSplitRetriever`; the filter applies to every store entry
+          (a ``Memory`` is usually per user: give its block that user's filter,
+          and ``require_filter_keys`` so a block built without one refuses to
+          render).
+        - ``corrections_heading``: the heading above the always-scope entries.
 
     Instantiate:
-        .. code-block:: python
-
-            from llama_index.core.memory import Memory
-            block = PoolSplitMemoryBlock(store=entries, pools=pools)
-            memory = Memory.from_defaults(memory_blocks=[block], token_limit=4000)
+        ```python
+        from llama_index.core.memory import Memory
+        block = PoolSplitMemoryBlock(store=entries, pools=pools)
+        memory = Memory.from_defaults(memory_blocks=[block], token_limit=4000)
+        ```
 
     On ``aget(messages)`` the text of the latest user message becomes
     ``context["message"]``; ``project`` and ``tags`` passed as block kwargs

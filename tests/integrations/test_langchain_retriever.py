@@ -562,8 +562,7 @@ def test_fields_named_by_langchain_are_left_to_langchain() -> None:
 def test_docstring_examples_run_and_print_what_they_say(
     component: type, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocks = re.findall(r"\.\. code-block:: python\n\n((?:[ ]{12}.*\n|\n)+)",
-                        component.__doc__ or "")
+    blocks = re.findall(r"^[ ]*```python\n(.*?)^[ ]*```$", component.__doc__ or "", re.M | re.S)
     assert len(blocks) >= 2
     namespace: dict[str, Any] = {}
     for block in blocks:
