@@ -295,8 +295,8 @@ def _throwaway(out: TextIO, err: TextIO) -> int:
 
     with throwaway_server() as server:
         print(server.get_uri(), file=out, flush=True)
-        print(f"{PROG}: a throwaway PostgreSQL {_version(server.get_uri())} is serving at the"
-              " URI above; Ctrl-C stops it and removes its data", file=err, flush=True)
+        print(f"{PROG}: a throwaway PostgreSQL {_version(server.get_uri())} serves the URI"
+              " above\nuntil Ctrl-C, which stops it and removes its data", file=err, flush=True)
         # SIGTERM ends it as Ctrl-C does, so the server is stopped and its data removed.
         before = signal.signal(signal.SIGTERM, stop)
         try:
