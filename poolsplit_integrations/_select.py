@@ -60,9 +60,10 @@ def build_context(
 def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Decision]:
     """Flatten one call's loaded entries into the order adapters return.
 
-    Every always-scope entry of every pool comes first (pool order, then
-    store order), then the contextual entries pool by pool in selection
-    order. ``k`` caps the contextual entries across pools, filled fairly:
+    Every always-scope entry of every pool comes first (in the result's
+    order: the ``always`` pool's first, then each pool's, each in store
+    order), then the contextual entries pool by pool in selection order.
+    ``k`` caps the contextual entries across pools, filled fairly:
     round-robin over the pools in pool order, each pool's best first. It
     never cuts an always-scope entry. ``loaded`` is the loaded Decisions per
     pool, in load order (:meth:`PreparedStore.decide` or ``Explanation.loaded()``);

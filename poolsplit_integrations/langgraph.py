@@ -82,8 +82,10 @@ Safe with no option set:
 
 The mapping from a store item to an entry is
 :func:`poolsplit_integrations._entries.item_to_entry` (table in its section
-and in the user guide's LangGraph page). Reads made for pool-split pass ``refresh_ttl=False``: they
-never keep a memory alive that the agent itself did not read.
+and in the user guide's LangGraph page); :func:`item_entry` gives one item's,
+e.g. to render a result as prompt text with ``render_pools(got, entry=item_entry)``.
+Reads made for pool-split pass ``refresh_ttl=False``: they never keep a memory
+alive that the agent itself did not read.
 
 Needs the ``langgraph`` extra: ``pip install 'poolsplit[langgraph]'``
 (``poolsplit[postgres]`` adds LangGraph's ``PostgresStore`` and a driver).
@@ -165,7 +167,8 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit"]
+__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit",
+           "item_entry"]
 
 logger = logging.getLogger("poolsplit")
 
@@ -2005,6 +2008,33 @@ def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
     name = type(store).__name__
     raise TypeError(f"as_poolsplit needs a PoolSplitStore, got {name}; wrap the {name} the"
                     " graph is compiled with: builder.compile(store=PoolSplitStore(store))")
+
+
+def item_entry(item: Item) -> dict[str, Any]:
+    """The entry a pool-split read makes of a store item: its text as the core scored it.
+
+    For :func:`~poolsplit_core.render.render_pools` over what
+    :meth:`PoolSplitStore.retrieve_pools` returns, so that a structured
+    value reads as the ``key: value`` lines the core scored and counted
+    (the guide's mapping table):
+
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from poolsplit_core import Pool, render_pools
+    >>> store = PoolSplitStore(InMemoryStore())
+    >>> store.put(("m", "ana"), "fix", {"content": "Use just.", "scope": "always"})
+    >>> store.put(("m", "ana"), "f1", {"kind": "fact", "content": {"staging db": "pg-2"}})
+    >>> got = store.retrieve_pools(("m", "ana"), [Pool("facts", 100, 2, ("fact",))])
+    >>> print(render_pools(got, entry=item_entry))
+    ## Corrections (always apply)
+    - Use just.
+    <BLANKLINE>
+    ## facts
+    - staging db: pg-2
+
+    A new dict: the item is not changed.
+    """
+    return item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at,
+                         read_from=item.namespace)
 
 
 def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:

@@ -126,6 +126,7 @@ from llama_index.core.vector_stores.types import (  # noqa: E402
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
+from poolsplit_core import render  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
@@ -153,6 +154,7 @@ from poolsplit_integrations._entries import (  # noqa: E402
 from poolsplit_integrations._live import LiveStore  # noqa: E402
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
 from poolsplit_integrations._options import (  # noqa: E402
+    ALWAYS_POOL,
     CONTEXT_KWARGS,
     OPTION_NAMES,
     Options,
@@ -176,8 +178,9 @@ __all__ = [
 #: Warnings about nodes that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
 
-#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
-CORRECTIONS_HEADING = "Corrections (always apply)"
+#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text (the core's
+#: :data:`poolsplit_core.render.CORRECTIONS_HEADING`: the block's text is ``render_pools``').
+CORRECTIONS_HEADING = render.CORRECTIONS_HEADING
 
 
 # --------------------------------------------------------------------------
@@ -1237,7 +1240,12 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
             found = source.candidates(QueryBundle(message), options.pools, active)
             _, extra = merge(self._live, found, _CANDIDATES)
         loaded = selector.select(message, extra, bound=self._bound, **overrides)
-        return _render(loaded, self.corrections_heading)
+        # the loaded entries per pool, in the result's order, for the core's one rendering
+        by_pool: dict[str, list[Decision]] = {name: [] for name in (
+            ALWAYS_POOL, *(pool.name for pool in options.pools))}
+        for d in loaded:
+            by_pool.setdefault(str(d.pool), []).append(d)
+        return render.render_pools(by_pool, corrections_heading=self.corrections_heading)
 
 
     async def _aget(
@@ -1268,14 +1276,3 @@ def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
         if message.role == MessageRole.USER:
             return message.content or ""
     return ""
-
-
-def _render(loaded: Sequence[Decision], heading: str) -> str:
-    """Corrections first under ``heading``, then one section per pool, in load order."""
-    sections: dict[str, list[str]] = {}
-    for d in loaded:
-        title = heading if d.outcome == "always" else str(d.pool)
-        content = d.entry.get("content")
-        text = "" if content is None else str(content)
-        sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
-    return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())

@@ -46,7 +46,7 @@ NO_USER = [None, "", "   ", False, 0, ["ana"]]
 
 def expected_ids(store: list[dict[str, Any]], message: str,
                  where: dict[str, Any] | None) -> list[str]:
-    """The reference in adapter order: every pool's corrections, the unpooled ones, the rest."""
+    """The reference in adapter order: the unpooled corrections, every pool's, the rest."""
     kept = [e for e in store if matches(where or {}, e)]
     got = ref_retrieve_pools(kept, POOLS, {"message": message}, now=NOW)
     loaded = {id(e) for picked in got.values() for e in picked}
@@ -54,7 +54,7 @@ def expected_ids(store: list[dict[str, Any]], message: str,
     unpooled = [e["id"] for e in kept if e.get("scope") == "always" and ref_default_is_active(e)
                 and id(e) not in loaded]
     rest = [e["id"] for p in POOLS for e in got[p.name] if e.get("scope") != "always"]
-    return always + unpooled + rest
+    return unpooled + always + rest
 
 
 def make_store(rng: random.Random, round_: int, size: int = 30) -> list[dict[str, Any]]:
@@ -149,7 +149,7 @@ def run(kind: str, built: dict[str, Any], store: list[dict[str, Any]], tenant: s
                   if i.value.get("scope") == "always"]
         rest = [(order[name], i.key) for name, items in got.items() for i in items
                 if i.value.get("scope") != "always"]
-        # adapter order: the pools' corrections, then "always", then each pool's picks
+        # adapter order: the corrections in the result's order ("always" first), then the picks
         return [key for _, key in sorted(always, key=lambda a: a[0])] + [
             key for _, key in rest]
     if kind == "lg-retriever":  # one namespace per user, filled from the run's config
