@@ -17,9 +17,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
+from poolsplit_core import CORRECTIONS_HEADING, render_pools
 from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations._entries import item_to_entry
-from poolsplit_integrations.langgraph import PoolSplitStore
+from poolsplit_integrations.langgraph import PoolSplitStore, item_entry
 from tests.reference import ref_retrieve_pools
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -96,13 +97,13 @@ def keys(got):
 def ref_with_always_pool(entries, pools, context, *, now):
     """The reference's answer with the core's ``always_pool=True``, which the store passes.
 
-    The pool ``"always"`` comes last: every type, no room for contextual entries (so only
-    the corrections no earlier pool took), and present only when it loads one.
+    The pool ``"always"`` is filled last: every type, no room for contextual entries (so
+    only the corrections no earlier pool took), and present only when it loads one; it is
+    listed first.
     """
     got = ref_retrieve_pools(entries, [*pools, Pool("always", 0, 0)], context, now=now)
-    if not got["always"]:
-        del got["always"]
-    return got
+    always = got.pop("always")
+    return {"always": always, **got} if always else got
 
 
 # --------------------------------------------------------------------------
@@ -208,6 +209,7 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
         expected = ref_with_always_pool(entries, pools, context, now=NOW)
         assert keys(got) == {name: [e["id"] if isinstance(e["id"], str) else e["id"][-1]
                                     for e in picked] for name, picked in expected.items()}
+        assert list(got) == list(expected)  # the always pool first: corrections lead
         # ... and those entries are exactly the store's items, mapped.
         bare = [item_to_entry(i.namespace, i.key, i.value, created_at=i.created_at,
                               read_from=NS) for i in all_items(bare_store, NS)]
@@ -225,6 +227,26 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
             wrapped.delete(NS, victim)
             wrapped.put(NS, f"m{next_key}", make_value(rng))
             next_key += 1
+
+
+def test_a_result_renders_every_correction_first_as_the_text_the_core_scored(bare_store):
+    wrapped = PoolSplitStore(bare_store)
+    wrapped.put(NS, "t1", {"content": "deploy the api", "type": "task"})
+    wrapped.put(NS, "fix", {"content": "Deploy with just.", "type": "task", "scope": "always"})
+    wrapped.put(NS, "rule", {"content": "Ask first.", "type": "lesson", "scope": "always"})
+    wrapped.put(NS, "f1", {"kind": "fact", "content": {"staging db": "pg-2"}})
+    pools = [Pool("tasks", 100, 5, ("task",)), Pool("facts", 100, 5, ("fact",))]
+    text = (f"## {CORRECTIONS_HEADING}\n- Ask first.\n- Deploy with just.\n\n"
+            "## tasks\n- deploy the api\n\n## facts\n- staging db: pg-2")
+    got = wrapped.retrieve_pools(NS, pools, {"message": "deploy"}, now=NOW)
+    assert list(got) == ["always", "tasks", "facts"]  # "rule": a type no pool takes
+    assert render_pools(got, entry=item_entry) == text
+    assert got["facts"][0].value == {"kind": "fact", "content": {"staging db": "pg-2"}}
+    why = wrapped.explain_pools(NS, pools, {"message": "deploy"}, now=NOW)
+    assert list(why.ledgers) == ["always", "tasks", "facts"]
+    assert render_pools(why.loaded(), ledgers=why.ledgers) == text  # nothing left out
+    got = asyncio.run(wrapped.aretrieve_pools(NS, pools, {"message": "deploy"}, now=NOW))
+    assert render_pools(got, entry=item_entry) == text
 
 
 def test_a_deeper_namespace_s_equal_key_is_its_own_entry(bare_store):
