@@ -76,6 +76,9 @@ Safe with no option set:
   before anything is written, naming namespace, key and field
   (``strict=False``: only what the core itself refuses). A value of
   ``None`` deletes the item, as LangGraph's ``BaseStore`` defines.
+- **A namespace is a tuple, on every call.** A bare str (``"mem/ana"``),
+  which LangGraph's stores read as one label per character, is refused
+  with a TypeError by every read and write alike.
 - **Tenancy fails closed**, by one rule (see :class:`PoolSplitStore`): a
   namespace whose items carry a ``user_id`` answers only a call that names
   a user.
@@ -105,6 +108,7 @@ require("langchain_core", "langgraph")
 import asyncio
 import inspect
 import logging
+import re
 import string
 import threading
 import time
@@ -128,12 +132,14 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     Item,
+    ListNamespacesOp,
     NamespacePath,
     NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
+    SearchOp,
 )
 from pydantic import ConfigDict, ValidationInfo, field_validator
 
@@ -200,9 +206,29 @@ _Key = tuple[tuple[str, ...], str]
 # --------------------------------------------------------------------------
 
 
+def _refuse_str_namespace(namespace: Any, what: str = "namespace") -> None:
+    """A TypeError for a bare str namespace, on every call that takes one, read or write.
+
+    LangGraph's stores take a tuple of labels and read a str as a sequence of
+    one-character labels (``"mem/ana"`` is stored under ``('m', 'e', 'm', '/',
+    ...)``), where no tuple finds it again.
+    """
+    if not isinstance(namespace, str):
+        return
+    labels = tuple(label for label in re.split(r"[/.]", namespace) if label)
+    one = f" (or {(namespace,)!r} for one label)" if "." not in namespace and len(
+        labels) > 1 else ""
+    raise TypeError(
+        f"{what} must be a tuple of str labels, got the str {namespace!r}, which a LangGraph"
+        f" store reads as one label per character: pass"
+        f" {labels if len(labels) > 1 else (namespace,)!r}{one}"
+    )
+
+
 def _check_namespace(namespace: Any, what: str = "namespace") -> tuple[str, ...]:
     """A non-empty tuple of non-empty str labels without dots, else a ValueError naming it."""
-    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+    _refuse_str_namespace(namespace, what)
+    if not isinstance(namespace, (tuple, list)):
         raise TypeError(f"{what} must be a tuple of str labels, got {namespace!r}")
     labels = tuple(namespace)
     if not labels:
@@ -869,12 +895,14 @@ class PoolSplitStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``get``."""
+        _refuse_str_namespace(namespace)
         return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``search``."""
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
         return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
                                  offset=offset, refresh_ttl=refresh_ttl)
 
@@ -885,7 +913,9 @@ class PoolSplitStore(BaseStore):
 
         ``value=None`` deletes the item, as ``BaseStore`` defines (the index
         drops it); any other value is checked first (see the class docstring).
+        A namespace must be a tuple: a bare str is refused, as on every call.
         """
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "put()")])
         # BaseStore.put makes a PutOp of any value, and a PutOp of None deletes.
@@ -896,6 +926,7 @@ class PoolSplitStore(BaseStore):
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``delete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             self.store.delete(namespace, key)
@@ -905,18 +936,22 @@ class PoolSplitStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``list_namespaces``."""
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
         return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
                                           limit=limit, offset=offset)
 
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``aget``."""
+        _refuse_str_namespace(namespace)
         return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``asearch``."""
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
         return await self.store.asearch(namespace_prefix, query=query, filter=filter,
                                         limit=limit, offset=offset, refresh_ttl=refresh_ttl)
 
@@ -924,6 +959,7 @@ class PoolSplitStore(BaseStore):
                    index: Literal[False] | list[str] | None = None, *,
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """The wrapped store's ``aput``; the index has the item when it returns (None deletes)."""
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "aput()")])
         written = [(tuple(namespace), str(key))]
@@ -933,6 +969,7 @@ class PoolSplitStore(BaseStore):
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``adelete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             await self.store.adelete(namespace, key)
@@ -943,6 +980,8 @@ class PoolSplitStore(BaseStore):
                                max_depth: int | None = None, limit: int = 100,
                                offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``alist_namespaces``."""
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
         return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
                                                  max_depth=max_depth, limit=limit,
                                                  offset=offset)
@@ -1071,6 +1110,8 @@ class PoolSplitStore(BaseStore):
         Over a database store there is no index: every read is fresh, and this
         does nothing.
         """
+        if namespace is not None:
+            _check_namespace(namespace)
         if self._database:
             return
         with self._lock:
@@ -1853,6 +1894,13 @@ class PoolSplitStore(BaseStore):
             )
 
     def _check_ops(self, ops: list[Op]) -> None:
+        for i, op in enumerate(ops):  # a str namespace, in any op: refused as on every call
+            if isinstance(op, ListNamespacesOp):
+                paths = [condition.path for condition in op.match_conditions or ()]
+            else:
+                paths = [op.namespace_prefix if isinstance(op, SearchOp) else op.namespace]
+            for path in paths:
+                _refuse_str_namespace(path, f"batch() op {i}: namespace")
         self._check_writes([(op.namespace, op.key, op.value, f"batch() op {i}")
                             for i, op in enumerate(ops)
                             if isinstance(op, PutOp) and op.value is not None])
@@ -2200,7 +2248,8 @@ class PoolSplitStoreRetriever(BaseRetriever):
     @field_validator("namespace", mode="before")
     @classmethod
     def _check_template(cls, value: Any) -> Any:
-        if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
+        _refuse_str_namespace(value)
+        if not isinstance(value, (tuple, list)) or not value:
             raise TypeError(f"namespace must be a non-empty tuple of str labels, got {value!r}")
         for label in value:
             if not isinstance(label, str) or not label:

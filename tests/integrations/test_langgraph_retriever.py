@@ -117,8 +117,11 @@ async def test_ainvoke_fills_the_namespace_too():
 def test_bad_options_are_refused_by_name():
     with pytest.raises(ValueError, match="k must be >= 0"):
         retriever(filled(), k=-1)
-    with pytest.raises(TypeError, match="namespace must be a non-empty tuple"):
+    with pytest.raises(TypeError, match=r"namespace must be a tuple of str labels, got the str"
+                                        r" 'memories', .* pass \('memories',\)"):
         PoolSplitStoreRetriever(store=filled(), namespace="memories", pools=POOLS)
+    with pytest.raises(TypeError, match="namespace must be a non-empty tuple"):
+        PoolSplitStoreRetriever(store=filled(), namespace=(), pools=POOLS)
     with pytest.raises(ValueError, match="extra"):
         PoolSplitStoreRetriever(store=filled(), namespace=("m",), pools=POOLS, top_k=3)
 

@@ -20,7 +20,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 from poolsplit_core import CORRECTIONS_HEADING, render_pools
 from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations._entries import item_to_entry
-from poolsplit_integrations.langgraph import PoolSplitStore, item_entry
+from poolsplit_integrations.langgraph import PoolSplitStore, PoolSplitStoreRetriever, item_entry
 from tests.reference import ref_retrieve_pools
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -394,6 +394,86 @@ def test_bad_arguments_are_refused_by_name(bare_store):
         wrapped.retrieve_pools(("memories", "a.b"), [Pool("all", 10, 1)])
     with pytest.raises(TypeError, match="tuple of str"):
         wrapped.retrieve_pools("memories", [Pool("all", 10, 1)])  # type: ignore[arg-type]
+
+
+STR_REFUSED = (r"namespace must be a tuple of str labels, got the str 'mem/ana', which a"
+               r" LangGraph store reads as one label per character: pass \('mem', 'ana'\)"
+               r" \(or \('mem/ana',\) for one label\)")
+
+
+def str_namespace_calls(store):
+    """Every call of the store that takes a namespace, each given the str ``"mem/ana"``."""
+    ns, pools = "mem/ana", [Pool("all", 10, 1)]
+    sync = {
+        "put": lambda: store.put(ns, "k", {"content": "x"}),
+        "put None": lambda: store.put(ns, "k", None),
+        "get": lambda: store.get(ns, "k"),
+        "search": lambda: store.search(ns),
+        "delete": lambda: store.delete(ns, "k"),
+        "list_namespaces prefix": lambda: store.list_namespaces(prefix=ns),
+        "list_namespaces suffix": lambda: store.list_namespaces(suffix=ns),
+        "batch put": lambda: store.batch([PutOp(NS, "ok", {"content": "x"}),
+                                          PutOp(ns, "k", {"content": "x"})]),
+        "batch get": lambda: store.batch([GetOp(ns, "k")]),
+        "batch search": lambda: store.batch([SearchOp(ns, None, 5, 0)]),
+        "batch list": lambda: store.batch(
+            [ListNamespacesOp((MatchCondition("prefix", ns),), None, 10, 0)]),
+        "retrieve_pools": lambda: store.retrieve_pools(ns, pools),
+        "explain_pools": lambda: store.explain_pools(ns, pools),
+        "entries": lambda: store.entries(ns),
+        "refresh": lambda: store.refresh(ns),
+    }
+    run = asyncio.run
+    awaited = {
+        "aput": lambda: run(store.aput(ns, "k", {"content": "x"})),
+        "aget": lambda: run(store.aget(ns, "k")),
+        "asearch": lambda: run(store.asearch(ns)),
+        "adelete": lambda: run(store.adelete(ns, "k")),
+        "alist_namespaces": lambda: run(store.alist_namespaces(prefix=ns)),
+        "abatch": lambda: run(store.abatch([PutOp(ns, "k", {"content": "x"})])),
+        "aretrieve_pools": lambda: run(store.aretrieve_pools(ns, pools)),
+        "aexplain_pools": lambda: run(store.aexplain_pools(ns, pools)),
+    }
+    return {**sync, **awaited}
+
+
+@pytest.mark.parametrize("call", list(str_namespace_calls(None)))
+def test_a_str_namespace_is_refused_alike_by_every_write_and_read(bare_store, call):
+    wrapped = PoolSplitStore(bare_store)
+    with pytest.raises(TypeError, match=STR_REFUSED.replace("namespace must", ".*must")):
+        str_namespace_calls(wrapped)[call]()
+    assert bare_store.list_namespaces() == []  # nothing was written, not even a batch's first op
+
+
+def test_the_bare_store_would_file_a_str_namespace_where_no_tuple_finds_it(bare_store):
+    # why the wrapper refuses: LangGraph's stores read the str as one label per character
+    bare_store.put("mem/ana", "k", {"content": "x"})  # type: ignore[arg-type]
+    assert bare_store.get(("mem", "ana"), "k") is None
+    assert bare_store.get(("mem/ana",), "k") is None
+    filed = bare_store.get("mem/ana", "k")  # type: ignore[arg-type]
+    assert tuple(filed.namespace) == ("m", "e", "m", "/", "a", "n", "a")
+
+
+def test_a_str_namespace_is_refused_naming_the_argument_and_the_tuple_to_pass(bare_store):
+    wrapped = PoolSplitStore(bare_store)
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        wrapped.put("mem/ana", "k", {"content": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        wrapped.retrieve_pools("mem/ana", [Pool("all", 10, 1)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED.replace("namespace", "namespace_prefix", 1)):
+        wrapped.search("mem/ana")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"batch\(\) op 1: namespace must be a tuple"):
+        wrapped.batch([PutOp(NS, "ok", {"content": "x"}), PutOp("mem/ana", "k", {})])
+    with pytest.raises(TypeError, match=r"got the str 'memories', .* pass \('memories',\)$"):
+        wrapped.put("memories", "k", {"content": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got the str 'm\.ana', .* pass \('m', 'ana'\)$"):
+        wrapped.get("m.ana", "k")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        PoolSplitStoreRetriever(store=wrapped, namespace="mem/ana", pools=[Pool("all", 10, 1)])
+    # a tuple is what every call takes
+    wrapped.put(("mem", "ana"), "k", {"content": "x"})
+    assert [i.key for i in wrapped.retrieve_pools(("mem", "ana"), [Pool("all", 10, 1)])["all"]
+            ] == ["k"]
 
 
 # --------------------------------------------------------------------------
