@@ -34,7 +34,7 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["Selector", "assemble", "build_context", "warn_unpooled"]
+__all__ = ["Selector", "assemble", "build_context", "check_query", "warn_unpooled"]
 
 #: Where the Selector warns (an oversized always tier, memories that are no user's).
 logger = logging.getLogger("poolsplit")
@@ -55,6 +55,35 @@ def build_context(
     context.update({key: value for key, value in overrides.items() if value is not None})
     context["message"] = message
     return context
+
+
+def check_query(query: Any, call: str, name: str | None = "retriever") -> str:
+    """``query`` if it is a str, else a TypeError saying what the call takes and how to pass it.
+
+    >>> check_query({"question": "why?"}, "PoolSplitRetriever.invoke()")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: PoolSplitRetriever.invoke() takes the query as a str, got dict {'question': 'why?'}; in a chain whose input is a dict, pick the query out first: itemgetter('question') | retriever (from operator import itemgetter)
+
+    The query becomes ``context["message"]``; a chain's dict input or a chat
+    message reaching ``invoke`` would otherwise be refused by the core as a
+    bad context, naming neither the call nor the fix. ``name`` is how the
+    hint names the component in a chain (None: a call no chain makes).
+    """  # noqa: E501
+    if isinstance(query, str):
+        return query
+    shown = repr(query)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    got = f"{call} takes the query as a str, got {type(query).__name__} {shown}"
+    if isinstance(query, Mapping):
+        key = next((k for k, value in query.items() if isinstance(value, str)), "<key>")
+        if name is None:
+            raise TypeError(f"{got}; pass the query itself, e.g. query[{key!r}]")
+        raise TypeError(f"{got}; in a chain whose input is a dict, pick the query out first:"
+                        f" itemgetter({key!r}) | {name} (from operator import itemgetter)")
+    if isinstance(getattr(query, "content", None), str):  # a chat message
+        raise TypeError(f"{got}; pass its text, .content")
+    raise TypeError(got)
 
 
 def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Decision]:

@@ -163,7 +163,7 @@ from poolsplit_integrations._options import (
     check_strict,
     refuse_unknown,
 )
-from poolsplit_integrations._select import assemble, build_context
+from poolsplit_integrations._select import assemble, build_context, check_query
 from poolsplit_integrations._tenancy import (
     USER_KEY,
     carries_user,
@@ -2258,14 +2258,20 @@ class PoolSplitStoreRetriever(BaseRetriever):
 
     def invoke(self, input: str, config: RunnableConfig | None = None,
                **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve.
+
+        ``input`` is the query string (a chain whose input is a dict maps it
+        first: ``itemgetter("question") | retriever``).
+        """
+        check_query(input, "PoolSplitStoreRetriever.invoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None,
                       **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve (awaited)."""
+        check_query(input, "PoolSplitStoreRetriever.ainvoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)
