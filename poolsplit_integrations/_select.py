@@ -190,8 +190,10 @@ class Selector:
     runs with ``always_pool=True``, and ``max_always_tokens`` goes to it too.
     """
 
-    def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever") -> None:
-        self.live, self.options, self.owner = live, options, owner
+    def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever",
+                 how: str = "pass filter={filter}") -> None:
+        # how: how the component's caller names a tenant (refuse_unbound's ``how``)
+        self.live, self.options, self.owner, self.how = live, options, owner, how
 
     def required_keys(self, extra: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
         """The keys a call's filter must hold: as given, else ``user_id`` when memories carry one.
@@ -213,17 +215,15 @@ class Selector:
         return ()
 
     def active_filter(
-        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None, hint: str = "",
+        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None,
         extra: Iterable[Mapping[str, Any]] = (),
     ) -> dict[str, Any] | None:
         """The call's filter (component AND bound AND per call), or a ValueError: fail closed."""
         active = narrow(self.options.filter, bound, filter, owner=self.owner)
         required = self.required_keys(extra)
-        if self.options.require_filter_keys is None and required:
-            hint = ("its memories carry 'user_id', so it serves several users; build it with"
-                    " require_filter_keys=() to serve one shared store to every caller"
-                    + (f"; {hint}" if hint else ""))
-        refuse_unbound(active, required, owner=self.owner, hint=hint)
+        why = (f"its memories carry {USER_KEY!r} (require_filter_keys=() shares them with"
+               " every caller)" if self.options.require_filter_keys is None and required else "")
+        refuse_unbound(active, required, owner=self.owner, how=self.how, why=why)
         if active is not None and USER_KEY in active:
             check_user(active[USER_KEY], f"{self.owner}: its filter")
         return active
@@ -238,8 +238,8 @@ class Selector:
         """
         narrowed = narrow(self.options.filter, filter, owner=self.owner)
         options = dataclasses.replace(self.options, filter=narrowed)
-        Selector(self.live, options, owner=self.owner).active_filter(
-            hint="pass a filter with those keys")
+        Selector(self.live, options, owner=self.owner,
+                 how="pass with_filter({filter})").active_filter()
         return options
 
     def _warn_unowned(self, count: int) -> None:

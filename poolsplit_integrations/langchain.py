@@ -510,6 +510,9 @@ class _Component(OptionsModel):
     _LIVE: ClassVar[tuple[str, ...]] = ()
     #: The field holding the stored Documents.
     _DOCUMENTS: ClassVar[str] = "documents"
+    #: How a caller names the tenant a call lacks ({filter}: a filter of the missing keys).
+    _HOW: ClassVar[str] = ("pass filter={filter} or config={{'configurable': {filter}}}, or"
+                           " bind it with with_filter()")
 
     _live: LiveStore = PrivateAttr()
 
@@ -539,7 +542,8 @@ class _Component(OptionsModel):
                       and getattr(self, "base_retriever", None) is None)
 
     def _selector(self) -> Selector:
-        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}")
+        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}",
+                        how=self._HOW)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """Pydantic's ``model_dump``; with ``mode="json"``, code is refused by name first."""
@@ -1179,13 +1183,15 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     """Documents that join the candidates on every call (e.g. corrections); read-only."""
 
     _DOCUMENTS: ClassVar[str] = "pinned"
+    _HOW: ClassVar[str] = ("build it with filter={filter} (compress_documents takes no"
+                           " per-call filter)")
 
     @model_validator(mode="after")
     def _refuse_unbound_filter(self) -> Self:
         # No per-call filter here, so a filter lacking a required key could
         # never serve a call: refuse it now (and on assignment), not on every call.
         refuse_unbound(self.filter, self.require_filter_keys or (), owner="PoolSplitCompressor",
-                       hint="compress_documents takes no per-call filter")
+                       how=self._HOW)
         return self
 
     def compress_documents(

@@ -182,6 +182,9 @@ logger = logging.getLogger(__name__)
 #: :data:`poolsplit_core.render.CORRECTIONS_HEADING`: the block's text is ``render_pools``').
 CORRECTIONS_HEADING = render.CORRECTIONS_HEADING
 
+#: How a caller names the tenant a retriever's call lacks: ``retrieve`` takes only the query.
+_RETRIEVER_HOW = "bind it with with_filter({filter}) or build it with filter={filter}"
+
 
 # --------------------------------------------------------------------------
 # Private helpers: node <-> entry, and the one code path all adapters share
@@ -814,11 +817,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             data["now"] = datetime.fromisoformat(data["now"])
         return cls(**data)
 
-    def _selector(self, hint: str = "bind a tenant first with retriever.with_filter({...})"
-                  ) -> Selector:
+    def _selector(self) -> Selector:
         """The call's selector, refused first when the filter is unbound (fail closed)."""
-        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever")
-        selector.active_filter(hint=hint)
+        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever",
+                            how=_RETRIEVER_HOW)
+        selector.active_filter()
         return selector
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -1078,8 +1081,9 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
-        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor")
-        selector.active_filter(hint="set its filter with those keys")
+        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor",
+                            how="build it with filter={filter}")
+        selector.active_filter()
         query = query_bundle.query_str if query_bundle is not None else ""
         return _pool_split_nodes(selector, query, nodes)
 
@@ -1110,8 +1114,9 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         filter, require_filter_keys, max_always_tokens: as for
             :class:`PoolSplitRetriever`; the filter applies to every store
             entry (a ``Memory`` is usually per user: give its block that
-            user's filter, and ``require_filter_keys`` so a block built
-            without one refuses to render).
+            user's filter, or a retriever's ``with_filter(...)`` as its
+            store; a block that names no user its store needs is refused
+            when built).
         corrections_heading: the heading above the always-scope entries.
 
     Instantiate:
@@ -1218,6 +1223,17 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
             except (TypeError, ValueError) as err:
                 raise type(err)(f"{owner}: store: {err}") from err
             warn_unpooled(logger, owner, self._live.store.entries, options.pools)
+        # A block takes no filter per call (Memory has no config to name a user in): one
+        # that names no user its store needs could never render, so it is refused now.
+        self._selector().active_filter(bound=self._bound)
+
+    def _selector(self) -> Selector:
+        """The block's selector: a tenant is named by the block's filter or its retriever's."""
+        how = ("build the block with filter={filter}, or give it"
+               " store=retriever.with_filter({filter})" if isinstance(
+                   self.store, PoolSplitRetriever) else
+               "build the block with filter={filter} (one block per user's Memory)")
+        return Selector(self._live, self.options(), owner="this PoolSplitMemoryBlock", how=how)
 
     def entries(self) -> list[Mapping[str, Any]]:
         """The store as entry dicts, as they are now (nodes mapped, dicts as they are)."""
@@ -1232,8 +1248,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         """
         refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
         options = self.options()
-        selector = Selector(self._live, options, owner="this PoolSplitMemoryBlock")
-        active = selector.active_filter(bound=self._bound, hint="set its filter with those keys")
+        selector = self._selector()
+        active = selector.active_filter(bound=self._bound)
         extra: list[dict[str, Any]] = []
         source = self.store.source if isinstance(self.store, PoolSplitRetriever) else None
         if source is not None:  # memory in a vector store: read it for this message
