@@ -92,7 +92,7 @@ from poolsplit_integrations._entries import result_metadata, to_entry
 from poolsplit_integrations._live import LiveStore
 from poolsplit_integrations._models import OptionsModel
 from poolsplit_integrations._options import OPTION_CHECKS, Options, model_arguments, refuse_unknown
-from poolsplit_integrations._select import Selector, warn_unpooled
+from poolsplit_integrations._select import Selector, check_query, warn_unpooled
 from poolsplit_integrations._serialise import excluded, refuse_unserialisable
 from poolsplit_integrations._tenancy import DEFAULT, USER_KEY, config_filter, refuse_unbound
 
@@ -510,6 +510,9 @@ class _Component(OptionsModel):
     _LIVE: ClassVar[tuple[str, ...]] = ()
     #: The field holding the stored Documents.
     _DOCUMENTS: ClassVar[str] = "documents"
+    #: How a caller names the tenant a call lacks ({filter}: a filter of the missing keys).
+    _HOW: ClassVar[str] = ("pass filter={filter} or config={{'configurable': {filter}}}, or"
+                           " bind it with with_filter()")
 
     _live: LiveStore = PrivateAttr()
 
@@ -539,7 +542,8 @@ class _Component(OptionsModel):
                       and getattr(self, "base_retriever", None) is None)
 
     def _selector(self) -> Selector:
-        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}")
+        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}",
+                        how=self._HOW)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """Pydantic's ``model_dump``; with ``mode="json"``, code is refused by name first."""
@@ -956,13 +960,17 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         For each key of ``require_filter_keys`` that the run's configurable
         holds (``{"configurable": {"user_id": "ana"}}``, as LangGraph passes
         it), the call is narrowed to that value -- so ``as_tool()`` and graph
-        nodes, which cannot pass ``filter=``, serve the run's tenant.
+        nodes, which cannot pass ``filter=``, serve the run's tenant. ``input``
+        is the query string (a chain whose input is a dict maps it first:
+        ``itemgetter("question") | retriever``).
         """
+        check_query(input, f"{type(self).__name__}.invoke()")
         return super().invoke(input, config, **self._bind(config, kwargs))
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None,
                       **kwargs: Any) -> list[Document]:
         """Async :meth:`invoke`, with the same tenant from ``config``."""
+        check_query(input, f"{type(self).__name__}.ainvoke()")
         return await super().ainvoke(input, config, **self._bind(config, kwargs))
 
     def _bind(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -1074,6 +1082,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         ``always_tokens``). With a ``base_retriever``, it is invoked without
         this run's callbacks, for the same candidates ``invoke`` merges.
         """
+        check_query(query, f"{type(self).__name__}.explain()", None)
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
         candidates = self._source_candidates(selector, query, overrides, bound)
@@ -1093,6 +1102,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Returns:
             What :meth:`explain` returns.
         """
+        check_query(query, f"{type(self).__name__}.aexplain()", None)
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
         candidates = self._source_candidates(selector, query, overrides, bound)
@@ -1170,13 +1180,15 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     """Documents that join the candidates on every call (e.g. corrections); read-only."""
 
     _DOCUMENTS: ClassVar[str] = "pinned"
+    _HOW: ClassVar[str] = ("build it with filter={filter} (compress_documents takes no"
+                           " per-call filter)")
 
     @model_validator(mode="after")
     def _refuse_unbound_filter(self) -> Self:
         # No per-call filter here, so a filter lacking a required key could
         # never serve a call: refuse it now (and on assignment), not on every call.
         refuse_unbound(self.filter, self.require_filter_keys or (), owner="PoolSplitCompressor",
-                       hint="compress_documents takes no per-call filter")
+                       how=self._HOW)
         return self
 
     def compress_documents(
@@ -1202,4 +1214,5 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
                 filter cost more than ``max_always_tokens``.
         """
         _check_documents(documents, "documents")
+        check_query(query, "PoolSplitCompressor.compress_documents()", None)
         return _pool_split(self._selector(), query, documents)

@@ -76,14 +76,19 @@ Safe with no option set:
   before anything is written, naming namespace, key and field
   (``strict=False``: only what the core itself refuses). A value of
   ``None`` deletes the item, as LangGraph's ``BaseStore`` defines.
+- **A namespace is a tuple, on every call.** A bare str (``"mem/ana"``),
+  which LangGraph's stores read as one label per character, is refused
+  with a TypeError by every read and write alike.
 - **Tenancy fails closed**, by one rule (see :class:`PoolSplitStore`): a
   namespace whose items carry a ``user_id`` answers only a call that names
   a user.
 
 The mapping from a store item to an entry is
 :func:`poolsplit_integrations._entries.item_to_entry` (table in its section
-and in the user guide's LangGraph page). Reads made for pool-split pass ``refresh_ttl=False``: they
-never keep a memory alive that the agent itself did not read.
+and in the user guide's LangGraph page); :func:`item_entry` gives one item's,
+e.g. to render a result as prompt text with ``render_pools(got, entry=item_entry)``.
+Reads made for pool-split pass ``refresh_ttl=False``: they never keep a memory
+alive that the agent itself did not read.
 
 Needs the ``langgraph`` extra: ``pip install 'poolsplit[langgraph]'``
 (``poolsplit[postgres]`` adds LangGraph's ``PostgresStore`` and a driver).
@@ -128,12 +133,14 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     Item,
+    ListNamespacesOp,
     NamespacePath,
     NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
+    SearchOp,
 )
 from pydantic import ConfigDict, ValidationInfo, field_validator
 
@@ -157,7 +164,7 @@ from poolsplit_integrations._options import (
     check_strict,
     refuse_unknown,
 )
-from poolsplit_integrations._select import assemble, build_context
+from poolsplit_integrations._select import assemble, build_context, check_query
 from poolsplit_integrations._tenancy import (
     USER_KEY,
     carries_user,
@@ -167,7 +174,8 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit"]
+__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit",
+           "item_entry"]
 
 logger = logging.getLogger("poolsplit")
 
@@ -199,9 +207,29 @@ _Key = tuple[tuple[str, ...], str]
 # --------------------------------------------------------------------------
 
 
+def _refuse_str_namespace(namespace: Any, what: str = "namespace") -> None:
+    """A TypeError for a bare str namespace, on every call that takes one, read or write.
+
+    LangGraph's stores take a tuple of labels and read a str as a sequence of
+    one-character labels (``"mem/ana"`` is stored under ``('m', 'e', 'm', '/',
+    ...)``), where no tuple finds it again.
+    """
+    if not isinstance(namespace, str):
+        return
+    labels = tuple(label for label in re.split(r"[/.]", namespace) if label)
+    one = f" (or {(namespace,)!r} for one label)" if "." not in namespace and len(
+        labels) > 1 else ""
+    raise TypeError(
+        f"{what} must be a tuple of str labels, got the str {namespace!r}, which a LangGraph"
+        f" store reads as one label per character: pass"
+        f" {labels if len(labels) > 1 else (namespace,)!r}{one}"
+    )
+
+
 def _check_namespace(namespace: Any, what: str = "namespace") -> tuple[str, ...]:
     """A non-empty tuple of non-empty str labels without dots, else a ValueError naming it."""
-    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+    _refuse_str_namespace(namespace, what)
+    if not isinstance(namespace, (tuple, list)):
         raise TypeError(f"{what} must be a tuple of str labels, got {namespace!r}")
     labels = tuple(namespace)
     if not labels:
@@ -978,6 +1006,7 @@ class PoolSplitStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``get``."""
+        _refuse_str_namespace(namespace)
         with _naming_setup():
             return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
 
@@ -985,6 +1014,7 @@ class PoolSplitStore(BaseStore):
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``search``."""
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
         with _naming_setup():
             return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
                                      offset=offset, refresh_ttl=refresh_ttl)
@@ -996,7 +1026,9 @@ class PoolSplitStore(BaseStore):
 
         ``value=None`` deletes the item, as ``BaseStore`` defines (the index
         drops it); any other value is checked first (see the class docstring).
+        A namespace must be a tuple: a bare str is refused, as on every call.
         """
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "put()")])
         # BaseStore.put makes a PutOp of any value, and a PutOp of None deletes.
@@ -1007,6 +1039,7 @@ class PoolSplitStore(BaseStore):
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``delete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             self.store.delete(namespace, key)
@@ -1016,6 +1049,8 @@ class PoolSplitStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``list_namespaces``."""
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
         with _naming_setup():
             return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
                                               limit=limit, offset=offset)
@@ -1023,6 +1058,7 @@ class PoolSplitStore(BaseStore):
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``aget``."""
+        _refuse_str_namespace(namespace)
         with _naming_setup():
             return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
 
@@ -1030,6 +1066,7 @@ class PoolSplitStore(BaseStore):
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``asearch``."""
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
         with _naming_setup():
             return await self.store.asearch(namespace_prefix, query=query, filter=filter,
                                             limit=limit, offset=offset, refresh_ttl=refresh_ttl)
@@ -1038,6 +1075,7 @@ class PoolSplitStore(BaseStore):
                    index: Literal[False] | list[str] | None = None, *,
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """The wrapped store's ``aput``; the index has the item when it returns (None deletes)."""
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "aput()")])
         written = [(tuple(namespace), str(key))]
@@ -1047,6 +1085,7 @@ class PoolSplitStore(BaseStore):
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``adelete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             await self.store.adelete(namespace, key)
@@ -1057,6 +1096,8 @@ class PoolSplitStore(BaseStore):
                                max_depth: int | None = None, limit: int = 100,
                                offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``alist_namespaces``."""
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
         with _naming_setup():
             return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
                                                      max_depth=max_depth, limit=limit,
@@ -1186,6 +1227,8 @@ class PoolSplitStore(BaseStore):
         Over a database store there is no index: every read is fresh, and this
         does nothing.
         """
+        if namespace is not None:
+            _check_namespace(namespace)
         if self._database:
             return
         with self._lock:
@@ -1997,6 +2040,13 @@ class PoolSplitStore(BaseStore):
             )
 
     def _check_ops(self, ops: list[Op]) -> None:
+        for i, op in enumerate(ops):  # a str namespace, in any op: refused as on every call
+            if isinstance(op, ListNamespacesOp):
+                paths = [condition.path for condition in op.match_conditions or ()]
+            else:
+                paths = [op.namespace_prefix if isinstance(op, SearchOp) else op.namespace]
+            for path in paths:
+                _refuse_str_namespace(path, f"batch() op {i}: namespace")
         self._check_writes([(op.namespace, op.key, op.value, f"batch() op {i}")
                             for i, op in enumerate(ops)
                             if isinstance(op, PutOp) and op.value is not None])
@@ -2155,6 +2205,33 @@ def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
     name = type(store).__name__
     raise TypeError(f"as_poolsplit needs a PoolSplitStore, got {name}; wrap the {name} the"
                     " graph is compiled with: builder.compile(store=PoolSplitStore(store))")
+
+
+def item_entry(item: Item) -> dict[str, Any]:
+    """The entry a pool-split read makes of a store item: its text as the core scored it.
+
+    For :func:`~poolsplit_core.render.render_pools` over what
+    :meth:`PoolSplitStore.retrieve_pools` returns, so that a structured
+    value reads as the ``key: value`` lines the core scored and counted
+    (the guide's mapping table):
+
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from poolsplit_core import Pool, render_pools
+    >>> store = PoolSplitStore(InMemoryStore())
+    >>> store.put(("m", "ana"), "fix", {"content": "Use just.", "scope": "always"})
+    >>> store.put(("m", "ana"), "f1", {"kind": "fact", "content": {"staging db": "pg-2"}})
+    >>> got = store.retrieve_pools(("m", "ana"), [Pool("facts", 100, 2, ("fact",))])
+    >>> print(render_pools(got, entry=item_entry))
+    ## Corrections (always apply)
+    - Use just.
+    <BLANKLINE>
+    ## facts
+    - staging db: pg-2
+
+    A new dict: the item is not changed.
+    """
+    return item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at,
+                         read_from=item.namespace)
 
 
 def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:
@@ -2320,7 +2397,8 @@ class PoolSplitStoreRetriever(BaseRetriever):
     @field_validator("namespace", mode="before")
     @classmethod
     def _check_template(cls, value: Any) -> Any:
-        if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
+        _refuse_str_namespace(value)
+        if not isinstance(value, (tuple, list)) or not value:
             raise TypeError(f"namespace must be a non-empty tuple of str labels, got {value!r}")
         for label in value:
             if not isinstance(label, str) or not label:
@@ -2329,14 +2407,20 @@ class PoolSplitStoreRetriever(BaseRetriever):
 
     def invoke(self, input: str, config: RunnableConfig | None = None,
                **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve.
+
+        ``input`` is the query string (a chain whose input is a dict maps it
+        first: ``itemgetter("question") | retriever``).
+        """
+        check_query(input, "PoolSplitStoreRetriever.invoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None,
                       **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve (awaited)."""
+        check_query(input, "PoolSplitStoreRetriever.ainvoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)

@@ -126,6 +126,7 @@ from llama_index.core.vector_stores.types import (  # noqa: E402
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
+from poolsplit_core import render  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
@@ -153,6 +154,7 @@ from poolsplit_integrations._entries import (  # noqa: E402
 from poolsplit_integrations._live import LiveStore  # noqa: E402
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
 from poolsplit_integrations._options import (  # noqa: E402
+    ALWAYS_POOL,
     CONTEXT_KWARGS,
     OPTION_NAMES,
     Options,
@@ -176,8 +178,12 @@ __all__ = [
 #: Warnings about nodes that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
 
-#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
-CORRECTIONS_HEADING = "Corrections (always apply)"
+#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text (the core's
+#: :data:`poolsplit_core.render.CORRECTIONS_HEADING`: the block's text is ``render_pools``').
+CORRECTIONS_HEADING = render.CORRECTIONS_HEADING
+
+#: How a caller names the tenant a retriever's call lacks: ``retrieve`` takes only the query.
+_RETRIEVER_HOW = "bind it with with_filter({filter}) or build it with filter={filter}"
 
 
 # --------------------------------------------------------------------------
@@ -812,11 +818,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             data["now"] = datetime.fromisoformat(data["now"])
         return cls(**data)
 
-    def _selector(self, hint: str = "bind a tenant first with retriever.with_filter({...})"
-                  ) -> Selector:
+    def _selector(self) -> Selector:
         """The call's selector, refused first when the filter is unbound (fail closed)."""
-        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever")
-        selector.active_filter(hint=hint)
+        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever",
+                            how=_RETRIEVER_HOW)
+        selector.active_filter()
         return selector
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -1076,8 +1082,9 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
-        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor")
-        selector.active_filter(hint="set its filter with those keys")
+        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor",
+                            how="build it with filter={filter}")
+        selector.active_filter()
         query = query_bundle.query_str if query_bundle is not None else ""
         return _pool_split_nodes(selector, query, nodes)
 
@@ -1107,8 +1114,8 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         - ``filter``, ``require_filter_keys``, ``max_always_tokens``: as for
           :class:`PoolSplitRetriever`; the filter applies to every store entry
           (a ``Memory`` is usually per user: give its block that user's filter,
-          and ``require_filter_keys`` so a block built without one refuses to
-          render).
+          or a retriever's ``with_filter(...)`` as its store; a block that names
+          no user its store needs is refused when built).
         - ``corrections_heading``: the heading above the always-scope entries.
 
     Instantiate:
@@ -1215,6 +1222,17 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
             except (TypeError, ValueError) as err:
                 raise type(err)(f"{owner}: store: {err}") from err
             warn_unpooled(logger, owner, self._live.store.entries, options.pools)
+        # A block takes no filter per call (Memory has no config to name a user in): one
+        # that names no user its store needs could never render, so it is refused now.
+        self._selector().active_filter(bound=self._bound)
+
+    def _selector(self) -> Selector:
+        """The block's selector: a tenant is named by the block's filter or its retriever's."""
+        how = ("build the block with filter={filter}, or give it"
+               " store=retriever.with_filter({filter})" if isinstance(
+                   self.store, PoolSplitRetriever) else
+               "build the block with filter={filter} (one block per user's Memory)")
+        return Selector(self._live, self.options(), owner="this PoolSplitMemoryBlock", how=how)
 
     def entries(self) -> list[Mapping[str, Any]]:
         """The store as entry dicts, as they are now (nodes mapped, dicts as they are)."""
@@ -1229,15 +1247,20 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         """
         refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
         options = self.options()
-        selector = Selector(self._live, options, owner="this PoolSplitMemoryBlock")
-        active = selector.active_filter(bound=self._bound, hint="set its filter with those keys")
+        selector = self._selector()
+        active = selector.active_filter(bound=self._bound)
         extra: list[dict[str, Any]] = []
         source = self.store.source if isinstance(self.store, PoolSplitRetriever) else None
         if source is not None:  # memory in a vector store: read it for this message
             found = source.candidates(QueryBundle(message), options.pools, active)
             _, extra = merge(self._live, found, _CANDIDATES)
         loaded = selector.select(message, extra, bound=self._bound, **overrides)
-        return _render(loaded, self.corrections_heading)
+        # the loaded entries per pool, in the result's order, for the core's one rendering
+        by_pool: dict[str, list[Decision]] = {name: [] for name in (
+            ALWAYS_POOL, *(pool.name for pool in options.pools))}
+        for d in loaded:
+            by_pool.setdefault(str(d.pool), []).append(d)
+        return render.render_pools(by_pool, corrections_heading=self.corrections_heading)
 
 
     async def _aget(
@@ -1268,14 +1291,3 @@ def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
         if message.role == MessageRole.USER:
             return message.content or ""
     return ""
-
-
-def _render(loaded: Sequence[Decision], heading: str) -> str:
-    """Corrections first under ``heading``, then one section per pool, in load order."""
-    sections: dict[str, list[str]] = {}
-    for d in loaded:
-        title = heading if d.outcome == "always" else str(d.pool)
-        content = d.entry.get("content")
-        text = "" if content is None else str(content)
-        sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
-    return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())
