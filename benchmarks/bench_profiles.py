@@ -23,7 +23,8 @@ Run with ``make bench-profiles`` (or ``python benchmarks/bench_profiles.py
 Every path's answer is checked against the reference's on every query it
 shares with it, and against the stateless core on every other query. The run
 prints one table per size, writes ``benchmarks/profiles.json`` and a plot of
-latency against size, ``benchmarks/profiles.png``.
+latency against size, ``benchmarks/profiles.png``; ``--plot-only profiles.json``
+draws the plot again from a saved run, running nothing.
 """
 
 from __future__ import annotations
@@ -393,56 +394,138 @@ def _print(rows: list[dict[str, Any]]) -> None:
               f" {'yes' if same_all else 'NO'}")
 
 
-def _plot(rows: list[dict[str, Any]], out: Path) -> None:
+#: The width, in px, the performance page shows the plot at: the site's content column at a
+#: desktop width. The figure is drawn for it (100 px an inch, saved at twice that for sharp
+#: screens), so the point sizes below are what a reader sees: 1 pt = 1.39 px.
+PAGE_WIDTH_PX = 688
+FIGURE_WIDTH_IN = PAGE_WIDTH_PX / 100
+#: The smallest text of the figure, in points (tick labels): 11 px on the page.
+SMALLEST_PT = 8.0
+#: Each path of the plot: label, colour, how to read its median and p95 from a row.
+PATHS: dict[str, tuple[str, str, Any]] = {
+    "stateless": ("stateless core", "#d95f02", lambda r: r["stateless"]),
+    "stdlib": ("prepared, stdlib engine", "#7570b3",
+               lambda r: r["engines"]["python"]["query"]),
+    "numpy": ("prepared, numpy engine", "#1b9e77", lambda r: r["prepared"]),
+    "langchain": ("through LangChain", "#1f78b4",
+                  lambda r: r.get("adapters", {}).get("langchain")),
+    "llamaindex": ("through LlamaIndex", "#e7298a",
+                   lambda r: r.get("adapters", {}).get("llamaindex")),
+    "bm25s": ("bm25s (ranks only)", "#333333",
+              lambda r: r.get("peers", {}).get("bm25s")),
+}
+#: The two panels of a profile: the core's paths, then what wraps the prepared store and a
+#: peer beside it (numpy's prepared store repeated there as the floor the adapters add to).
+COLUMNS = (("the core's paths, against the literal reference", ("stateless", "stdlib", "numpy")),
+           ("through the adapters, and a BM25 peer", ("numpy", "langchain", "llamaindex",
+                                                      "bm25s")))
+
+
+def plot_panels(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What ``plot`` draws: a panel per profile and column, profiles in ``PROFILES`` order.
+
+    A panel has its ``profile``, ``column`` (0 or 1), ``sizes`` and ``series``: per path,
+    ``(key, medians, p95s)`` (p95s ``None`` when the run has none). The left panel has the
+    literal reference's medians as ``yardstick``: drawn as a reference line, not as a path.
+    A path a run did not measure (no adapters, ``--no-peers``) is left out.
+    """
+    names = sorted({r["profile"] for r in rows}, key=list(PROFILES).index)
+    panels = []
+    for name in names:
+        mine = sorted((r for r in rows if r["profile"] == name), key=lambda r: r["n"])
+        for column, (_, keys) in enumerate(COLUMNS):
+            series = []
+            for key in keys:
+                got = [PATHS[key][2](r) for r in mine]
+                if any(g is None for g in got):
+                    continue
+                p95s = [g.get("p95_ms") for g in got]
+                series.append((key, [g["median_ms"] for g in got],
+                               None if None in p95s else p95s))
+            panels.append({"profile": name, "column": column, "sizes": [r["n"] for r in mine],
+                           "series": series,
+                           "yardstick": ([r["reference"]["median_ms"] for r in mine]
+                                         if column == 0 else None)})
+    return panels
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> bool:
+    """Draw ``rows`` (what a run saves in ``profiles.json``) to ``out``, as :func:`figure`.
+
+    Returns False, drawing nothing, when matplotlib is not installed.
+    """
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover
-        return
-    names = sorted({r["profile"] for r in rows}, key=list(PROFILES).index)
-    columns = min(4, len(names))
-    grid = (len(names) + columns - 1) // columns
-    fig, axes = plt.subplots(grid, columns, figsize=(3.6 * columns, 3.2 * grid), sharey=True,
-                             squeeze=False)
-    for ax in axes.flat[len(names):]:
-        ax.set_visible(False)
-    for ax, name in zip(axes.flat, names):
-        mine = sorted((r for r in rows if r["profile"] == name), key=lambda r: r["n"])
-        sizes = [r["n"] for r in mine]
-        for label, get in (
-            ("reference", lambda r: r["reference"]["median_ms"]),
-            ("stateless", lambda r: r["stateless"]["median_ms"]),
-            ("prepared (numpy)", lambda r: r["prepared"]["median_ms"]),
-            ("prepared (numpy) p95", lambda r: r["prepared"]["p95_ms"]),
-            ("stdlib prepared", lambda r: r["engines"]["python"]["query"]["median_ms"]),
-            ("stdlib prepared p95", lambda r: r["engines"]["python"]["query"]["p95_ms"]),
-            ("LangChain", lambda r: r["adapters"].get("langchain", {}).get("median_ms")),
-            ("LlamaIndex", lambda r: r["adapters"].get("llamaindex", {}).get("median_ms")),
-            ("bm25s", lambda r: r.get("peers", {}).get("bm25s", {}).get("median_ms")),
-        ):
-            ys = [get(r) for r in mine]
-            if all(y is not None for y in ys):
-                ax.plot(sizes, ys, marker="o", label=label,
-                        linestyle="--" if "p95" in label or label == "bm25s" else "-")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(name)
-        ax.set_xlabel("entries")
-        ax.grid(True, which="both", alpha=0.3)
-    for row in axes:
-        row[0].set_ylabel("ms per query")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if len(names) < axes.size:  # the legend in the first empty cell
-        spare = axes.flat[len(names)]
-        spare.set_visible(True)
-        spare.axis("off")
-        spare.legend(handles, labels, loc="center")
-    else:
-        axes.flat[len(names) - 1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+        return False
+    fig = figure(rows)
+    fig.savefig(out, dpi=200)
+    plt.close(fig)
+    return True
+
+
+def figure(rows: list[dict[str, Any]]) -> Any:
+    """The plot of ``rows``: per profile, median ms per query against the store's size.
+
+    One row of two panels per profile (the core's paths; the adapters and bm25s), log axes
+    shared down each column; each path a line at its median and a band up to its p95; the
+    literal reference a grey reference line, the yardstick the paths are checked against.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    panels = plot_panels(rows)
+    profiles = list(dict.fromkeys(p["profile"] for p in panels))
+    with plt.rc_context({"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9,
+                         "xtick.labelsize": SMALLEST_PT, "ytick.labelsize": SMALLEST_PT,
+                         "legend.fontsize": 8.5}):
+        fig, axes = plt.subplots(len(profiles), 2, squeeze=False, sharex=True, sharey="col",
+                                 figsize=(FIGURE_WIDTH_IN, 1.1 + 1.45 * len(profiles)),
+                                 layout="constrained")
+        for panel in panels:
+            ax = axes[profiles.index(panel["profile"]), panel["column"]]
+            sizes = panel["sizes"]
+            if panel["yardstick"] is not None:
+                ax.plot(sizes, panel["yardstick"], color="#999999", linewidth=5, alpha=0.35,
+                        solid_capstyle="butt", zorder=1)
+            for key, medians, p95s in panel["series"]:
+                label, colour, _ = PATHS[key]
+                floor = panel["column"] == 1 and key == "numpy"  # the adapters' floor
+                if p95s is not None and not floor:
+                    ax.fill_between(sizes, medians, p95s, color=colour, alpha=0.18,
+                                    linewidth=0, zorder=2)
+                ax.plot(sizes, medians, color=colour, zorder=3,
+                        linestyle=":" if key == "bm25s" or floor else "-",
+                        linewidth=1.2 if floor else 1.6,
+                        marker=None if floor else "o", markersize=3.5)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.grid(True, which="major", alpha=0.3)
+            ax.margins(x=0.08)  # the last size's tick label inside the figure
+            ax.tick_params(which="minor", length=0)
+            ax.tick_params(labelsize=SMALLEST_PT)  # kept for ticks made when drawn
+            ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+            if panel["column"] == 0:
+                ax.set_ylabel(f"{panel['profile']}\nms per query", fontweight="bold")
+        for column, (title, _) in enumerate(COLUMNS):
+            axes[0, column].set_title(title)
+            axes[-1, column].set_xlabel("entries in the store")
+        handles = [Line2D([], [], color="#999999", linewidth=5, alpha=0.35,
+                          label="literal reference (the yardstick)")]
+        for key in ("stateless", "stdlib", "numpy", "langchain", "llamaindex", "bm25s"):
+            label, colour, _ = PATHS[key]
+            handles.append(Line2D([], [], color=colour, marker="o", markersize=3.5,
+                                  linestyle=":" if key == "bm25s" else "-", label=label))
+        handles.append(Line2D([], [], color=PATHS["numpy"][1], linestyle=":", linewidth=1.2,
+                              label="numpy engine alone (right)"))
+        handles.append(Patch(color="#888888", alpha=0.3, label="band: median to p95"))
+        fig.legend(handles=handles, loc="outside upper center", ncol=3, frameon=False,
+                   columnspacing=1.2, handlelength=2.2, fontsize=8.5)
+    return fig
 
 
 def main() -> int:
@@ -452,7 +535,18 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "profiles.json"))
+    parser.add_argument("--plot-only", metavar="JSON", type=Path,
+                        help="run nothing: draw benchmarks/profiles.png from a saved"
+                             " profiles.json")
     args = parser.parse_args()
+    figure = ROOT / "benchmarks" / "profiles.png"
+    if args.plot_only:
+        saved = json.loads(args.plot_only.read_text(encoding="utf-8"))
+        if not plot(saved["rows"], figure):
+            print("matplotlib is not installed: nothing drawn", file=sys.stderr)
+            return 1
+        print(f"drew {figure.relative_to(ROOT)} from {args.plot_only}")
+        return 0
     # The heavy always tier is over every pool's budget by design: its warning
     # would repeat on every query.
     logging.getLogger("poolsplit").setLevel(logging.ERROR)
@@ -467,7 +561,7 @@ def main() -> int:
         # written after each size, so a long run's smaller sizes are kept if it stops
         out = Path(args.out)
         out.write_text(json.dumps({"python": platform.python_version(), "rows": rows}, indent=1))
-        _plot(rows, out.with_suffix(".png"))
+        plot(rows, out.with_suffix(".png"))
     return 0 if all(r["identical"] for r in rows) else 1
 
 

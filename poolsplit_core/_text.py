@@ -8,6 +8,9 @@ red\x1b[31m, \u202eevil
 (7, 1, 2)
 >>> table([("id", "n"), ("東京", "1"), ("x", "22")], right={1})
 ['id     n', '東京   1', 'x     22']
+>>> table([("", "single budget", ""), ("", "quiet", "burst"), ("a", "yes", "NO")],
+...       spans={1: 2})
+['   single budget', '   quiet  burst', 'a  yes    NO']
 
 Rules:
 
@@ -128,7 +131,8 @@ def table(
         rows: the cells, row by row; the first row is the header.
         right: the columns whose cells are right-aligned.
         spans: a title row over the others: ``{column: how many columns its
-            title covers}``, for row 0 only; the widths come from the rows below.
+            title covers}``, for row 0 only; the widths come from the rows below,
+            the last column of a span widened when its title is wider.
 
     Returns:
         One string per row, trailing spaces removed.
@@ -138,6 +142,9 @@ def table(
         return []
     body = cells[1:] if spans else cells
     widths = [max((width(row[i]) for row in body), default=0) for i in range(len(cells[0]))]
+    for col, span in (spans or {}).items():  # a title wider than its columns widens the last
+        room = sum(widths[col:col + span]) + 2 * (span - 1)
+        widths[col + span - 1] += max(0, width(cells[0][col]) - room)
     out = []
     if spans:
         head, col = [], 0

@@ -128,6 +128,7 @@ from poolsplit_core.demo import format_report, run_demo
 from poolsplit_core.demo_zh import format_report_zh, run_demo_zh
 from poolsplit_core.multilingual import cjk_token_counter
 from poolsplit_core.plan import (
+    always_tier_tokens,
     coverage,
     format_coverage,
     format_plan,
@@ -358,8 +359,8 @@ def _cmd_demo(args: argparse.Namespace) -> str:
         run_postgres_demo = _demo_hook("postgres", POSTGRES_INSTALL)
         try:
             report, header = run_postgres_demo()
-        except ImportError as exc:  # the hook names every missing package and the fix
-            raise UsageError(str(exc)) from None
+        except (ImportError, OSError) as exc:  # a missing package, a server that did not
+            raise UsageError(str(exc)) from None  # start: the hook's message says what to do
         return _dump(report) if args.json else header + "\n\n" + format_report(report)
     if args.lang == "zh":
         report = run_demo_zh()
@@ -372,7 +373,9 @@ def _cmd_demo(args: argparse.Namespace) -> str:
 
 #: The entry point group where a demo that needs more than the standard library
 #: plugs in: ``demo --postgres`` runs the entry point ``postgres``, a function
-#: taking nothing and returning ``(report, header)``. poolsplit's own is declared
+#: taking nothing and returning ``(report, header)``; it raises ImportError for
+#: a missing package and OSError when what it needs cannot run (its server does
+#: not start), each message saying what to do. poolsplit's own is declared
 #: in ``pyproject.toml`` (``[project.entry-points."poolsplit.demos"]``) and lives
 #: in ``poolsplit_integrations``; it is looked up and imported only when its flag
 #: is given, so the core never imports the adapters.
@@ -413,7 +416,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     explanation = request.explain()
     loaded = explanation.loaded()
     pools = {pool.name: pool for pool in request.pools}
-    totals = _prompt_totals(explanation.ledgers.values())
+    totals = _prompt_totals(explanation)
     if args.json:
         return _dump({
             **request.header(),
@@ -454,11 +457,11 @@ def _cmd_retrieve(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _prompt_totals(ledgers: Iterable[Ledger]) -> dict[str, int]:
+def _prompt_totals(explanation: Explanation) -> dict[str, int]:
     """What the loaded entries cost the prompt: contextual of budgeted, always tier, total."""
-    listed = list(ledgers)
+    listed = list(explanation.ledgers.values())
     used = sum(led.tokens_used for led in listed)
-    always = sum(led.always_tokens for led in listed)
+    always = always_tier_tokens(explanation.decisions)  # the count coverage and plan print
     return {"tokens_used": used, "max_tokens": sum(led.max_tokens for led in listed),
             "always_tokens": always, "tokens": used + always}
 

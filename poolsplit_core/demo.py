@@ -38,12 +38,18 @@ highest-scored active entry, see :func:`best_entries`).
 
 The burst test adds :func:`fresh_entries` -- new, high-priority entries that
 match the queries -- and checks each correction on the query it exists for
-(:data:`CORRECTION_QUERIES`).
+(:data:`CORRECTION_QUERIES`), under all three methods: the fair baseline
+keeps every correction too, so that part is the always tier's, and what the
+pools add shows in the other types' best entries, quiet and after the burst
+(:func:`plan_comparison`). There the pools :func:`~poolsplit_core.plan.plan_pools`
+chooses from the same total stand beside the hand-made ones, with whether
+they reach :data:`PLAN_TARGETS` and, where not, why.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import resources
@@ -51,7 +57,7 @@ from typing import Any
 
 from poolsplit_core._plain import pool_to_data
 from poolsplit_core._text import plural, shorten, table
-from poolsplit_core.plan import best_entry_coverage, plan_pools
+from poolsplit_core.plan import Rate, best_entry_coverage, coverage, plan_pools
 from poolsplit_core.poolsplit import (
     ActivityTest,
     Pool,
@@ -69,6 +75,7 @@ __all__ = [
     "DEMO_NOW",
     "DEMO_QUERIES",
     "METHODS",
+    "PLAN_TARGETS",
     "SINGLE_POOL",
     "SPLIT_POOLS",
     "TOTAL_ENTRIES",
@@ -100,6 +107,12 @@ BURST_SIZE = 200
 #: the naive single budget (scope ignored), the fair one pool (always tier
 #: kept), pool-split.
 METHODS = ("single", "one_pool", "split")
+
+
+#: What the planned pools should reach on the demo's queries, with the same total budget:
+#: every type's best entry on this share of the queries, quiet and after the burst (and
+#: every correction on all of them). The demo prints whether they do, and why not.
+PLAN_TARGETS: Mapping[str, float] = {"quiet": 0.95, "burst": 0.9}
 
 
 def _q(message: str, project: Any, *tags: str) -> dict[str, Any]:
@@ -276,7 +289,12 @@ def prepare(
 def _loaded_from(
     store: PreparedStore, query: Mapping[str, Any], method: str, now: datetime
 ) -> list[Mapping[str, Any]]:
-    pools = SPLIT_POOLS if method == "split" else [SINGLE_POOL]
+    return _loaded_with(store, query, SPLIT_POOLS if method == "split" else [SINGLE_POOL], now)
+
+
+def _loaded_with(
+    store: PreparedStore, query: Mapping[str, Any], pools: Sequence[Pool], now: datetime
+) -> list[Mapping[str, Any]]:
     picked = store.retrieve_pools(pools, query, now=now)
     return [entry for pool in pools for entry in picked[pool.name]]
 
@@ -358,10 +376,15 @@ def correction_loads(
     entries: Sequence[Mapping[str, Any]], method: str, now: datetime = DEMO_NOW
 ) -> dict[str, bool]:
     """Say, per correction, whether it loads on the query it exists for."""
-    store = prepare(entries, method)
+    return _corrections_loaded(prepare(entries, method),
+                               SPLIT_POOLS if method == "split" else [SINGLE_POOL], now)
+
+
+def _corrections_loaded(store: PreparedStore, pools: Sequence[Pool],
+                        now: datetime = DEMO_NOW) -> dict[str, bool]:
     out = {}
     for cid, index in CORRECTION_QUERIES.items():
-        picked = _loaded_from(store, DEMO_QUERIES[index], method, now)
+        picked = _loaded_with(store, DEMO_QUERIES[index], pools, now)
         out[cid] = cid in {entry.get("id") for entry in picked}
     return out
 
@@ -377,8 +400,8 @@ def run_demo(
     store = load_sample_store() if store is None else [dict(entry) for entry in store]
     burst_store = store + fresh_entries(burst)
     corrections = {e["id"]: e for e in store if e.get("type") == "correction"}
-    quiet = {m: correction_loads(store, m) for m in ("single", "split")}
-    loud = {m: correction_loads(burst_store, m) for m in ("single", "split")}
+    quiet = {m: correction_loads(store, m) for m in METHODS}
+    loud = {m: correction_loads(burst_store, m) for m in METHODS}
     loads = {m: type_load_counts(store, m) for m in METHODS}
     best = {m: best_entry_counts(store, m) for m in METHODS}
     return {
@@ -391,7 +414,7 @@ def run_demo(
         "split_pools": [pool_to_data(pool) for pool in SPLIT_POOLS],
         "types": {kind: {m: loads[m][kind] for m in METHODS} for kind in TYPES},
         "best_entry": {kind: {m: best[m][kind] for m in METHODS} for kind in TYPES},
-        "plan": plan_comparison(store),
+        "plan": plan_comparison(store, burst_store),
         "burst": {
             "fresh_entries": burst,
             "corrections": [
@@ -399,10 +422,8 @@ def run_demo(
                     "id": cid,
                     "content": corrections[cid]["content"],
                     "query": DEMO_QUERIES[index]["message"],
-                    "single_quiet": quiet["single"][cid],
-                    "single_burst": loud["single"][cid],
-                    "split_quiet": quiet["split"][cid],
-                    "split_burst": loud["split"][cid],
+                    **{f"{m}_{when}": loads[m][cid] for m in METHODS
+                       for when, loads in (("quiet", quiet), ("burst", loud))},
                 }
                 for cid, index in CORRECTION_QUERIES.items()
             ],
@@ -410,49 +431,150 @@ def run_demo(
     }
 
 
-def plan_comparison(store: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def plan_comparison(store: Sequence[Mapping[str, Any]],
+                    burst_store: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The hand-made :data:`SPLIT_POOLS` against :func:`~poolsplit_core.plan.plan_pools`' pools.
 
     The planner gets :data:`TOTAL_TOKENS` with the always tier *inside* it
     (the hand-made split loads its corrections on top), plans on three
-    quarters of :data:`DEMO_QUERIES` and keeps every fourth aside. Both are
-    then measured on all the queries: per type, on how many its best-ranked
-    entry for the query loaded.
+    quarters of :data:`DEMO_QUERIES` and keeps every fourth aside. Both, and
+    the fair baseline's one pool, are then measured on all the queries: per
+    type, on how many its best-ranked entry for the query loaded; with
+    ``burst_store`` (the store after the burst) also there, with the same
+    pools. ``target`` says whether the planned pools reach
+    :data:`PLAN_TARGETS`, and where they do not, why: per type short of it,
+    how its best entries missed (:func:`~poolsplit_core.plan.coverage`), and
+    the smallest total with which one pool per type reaches it on these
+    queries (``tokens_needed``, the planner's ``tokens_for_target``).
     """
-    plan = plan_pools(store, DEMO_QUERIES, TOTAL_TOKENS, now=DEMO_NOW)
-    hand = best_entry_coverage(store, SPLIT_POOLS, DEMO_QUERIES, now=DEMO_NOW)
-    planned = best_entry_coverage(store, plan.pools, DEMO_QUERIES, now=DEMO_NOW)
+    plan = plan_pools(store, DEMO_QUERIES, TOTAL_TOKENS, target=PLAN_TARGETS["quiet"],
+                      now=DEMO_NOW)
+    stores = {"quiet": store, **({"burst": burst_store} if burst_store is not None else {})}
+    pools = {"one_pool": [SINGLE_POOL], "hand": list(SPLIT_POOLS), "planned": list(plan.pools)}
+    prepared = {when: PreparedStore(entries) for when, entries in stores.items()}
+    rates = {(name, when): best_entry_coverage(prepared[when], chosen, DEMO_QUERIES,
+                                               now=DEMO_NOW)
+             for name, chosen in pools.items() for when in stores}
+    suffix = {"quiet": "", "burst": "_burst"}
+    kinds = list(rates["hand", "quiet"])
     return {
         "total_tokens": TOTAL_TOKENS,
         "always_tokens": plan.always_tokens,
         "planning_queries": plan.planning_queries,
         "held_out_queries": plan.held_out_queries,
         "planned_pools": [pool_to_data(pool) for pool in plan.pools],
-        "best_entry": {kind: {"hand": hand[kind].hits, "planned": planned[kind].hits}
-                       for kind in hand},
+        "best_entry": {kind: {f"{name}{suffix[when]}": rates[name, when][kind].hits
+                              for name in pools for when in stores} for kind in kinds},
+        "target": {when: _target_check(stores[when], prepared[when], plan.pools,
+                                       rates["planned", when], PLAN_TARGETS[when])
+                   for when in stores},
     }
 
 
-def format_plan_comparison(data: Mapping[str, Any], n: int,
-                           hand_pools: Sequence[Mapping[str, Any]] = ()) -> list[str]:
-    """The demo's lines comparing the hand-made split with the planned one.
+def _target_check(store: Sequence[Mapping[str, Any]], prepared: PreparedStore,
+                  pools: Sequence[Pool], rates: Mapping[str, Rate],
+                  share: float) -> dict[str, Any]:
+    """Whether the planned pools reach ``share`` for every type and correction; why not."""
+    n = len(DEMO_QUERIES)
+    need = math.ceil(share * n - 1e-9)
+    corrections = _corrections_loaded(prepared, pools)
+    short = sorted((kind for kind, rate in rates.items() if rate.hits < need),
+                   key=lambda kind: (rates[kind].hits, kind))
+    out: dict[str, Any] = {
+        "share": share, "need": need,
+        "lowest": min(rate.hits for rate in rates.values()),
+        "corrections": sum(corrections.values()), "of": len(corrections),
+        "reached": not short and all(corrections.values()),
+        "short": [], "tokens_needed": None,
+    }
+    if short:
+        report = coverage(prepared, pools, DEMO_QUERIES, now=DEMO_NOW)
+        out["short"] = [{"type": kind, "hits": rates[kind].hits,
+                         "missed": dict(report.types[kind].missed),
+                         "tokens_short": report.types[kind].tokens_short} for kind in short]
+        out["tokens_needed"] = plan_pools(prepared, DEMO_QUERIES, TOTAL_TOKENS, target=share,
+                                          holdout=0, now=DEMO_NOW).tokens_for_target
+    return out
 
-    With ``hand_pools`` (the report's ``split_pools``) a last sentence says
-    what the planner changed: which types' pools it gave more or fewer
-    tokens, and which types' best entries gained or lost queries for it.
+
+def format_plan_comparison(data: Mapping[str, Any], n: int,
+                           hand_pools: Sequence[Mapping[str, Any]] = (),
+                           burst: int | None = None) -> list[str]:
+    """The demo's lines comparing one pool, the hand-made split and the planned pools.
+
+    A table of each type's best entry loaded under the three (quiet, and
+    after the burst when the data has it), then, with ``hand_pools`` (the
+    report's ``split_pools``), a sentence saying what the planner changed,
+    and whether the planned pools reach :data:`PLAN_TARGETS`, or why not.
     """
     best = data["best_entry"]
-    lines = [
-        "",
-        f"Best entry loaded (of {n}): hand-made split → plan_pools (same"
-        f" {data['total_tokens']} tokens, always tier inside;",
-        f"  planned on {data['planning_queries']} of the queries,"
-        f" {data['held_out_queries']} held out)",
-        "  " + ", ".join(f"{kind} {c['hand']}→{c['planned']}" for kind, c in best.items()),
-    ]
+    whens = ("quiet", "burst") if "target" in data and "burst" in data["target"] else ("quiet",)
+    suffix = {"quiet": "", "burst": "_burst"}
+    after = f"after the burst of {burst} fresh entries" if burst is not None else "after the burst"
+    title = (f"Best entry loaded (of {n}), quiet" + (f" and {after}" if len(whens) > 1 else "")
+             + f": one pool, the hand-made split, and the pools plan_pools chooses (planned:"
+             f" the same {data['total_tokens']} tokens with the {data['always_tokens']}-token"
+             f" always tier inside, planned on the quiet store, on {data['planning_queries']}"
+             f" of the queries, {data['held_out_queries']} held out):")
+    lines = ["", *_wrap("", title), ""]
+    names = (("one_pool", "one pool"), ("hand", "hand-made"), ("planned", "planned"))
+    rows: list[tuple[str, ...]] = [("type", *(c for _, label in names
+                                              for c in (label, *[""] * (len(whens) - 1))))]
+    if len(whens) > 1:
+        rows.append(("", *(when for _ in names for when in whens)))
+    for kind, c in best.items():
+        rows.append((kind, *(f"{c[name + suffix[w]]}/{n}" for name, _ in names for w in whens)))
+    rows.append(("lowest", *(f"{min(c[name + suffix[w]] for c in best.values())}/{n}"
+                             for name, _ in names for w in whens)))
+    spans = {1 + len(whens) * i: len(whens) for i in range(len(names))} if len(whens) > 1 else None
+    lines += ["  " + line for line in table(rows, spans=spans)]
     if hand_pools:
-        lines += _wrap("  ", _plan_sentence(data, hand_pools))
+        lines += ["", *_wrap("", _plan_sentence(data, hand_pools))]
+    if "target" in data:
+        lines += ["", *_target_lines(data["target"], n)]
     return lines
+
+
+def _target_lines(target: Mapping[str, Mapping[str, Any]], n: int) -> list[str]:
+    """Whether the planned pools reach :data:`PLAN_TARGETS`; where not, why."""
+    quiet = target["quiet"]
+    goal = (f"Target for the planned pools: every type's best entry on at least"
+            f" {quiet['share']:.0%} of the queries ({quiet['need']} of {n})")
+    if "burst" in target:
+        goal += (f", {target['burst']['share']:.0%} after the burst ({target['burst']['need']}"
+                 f" of {n})")
+    lines = _wrap("", goal + ", every correction on its own query.")
+    for when, t in target.items():
+        said = "quiet" if when == "quiet" else "after the burst"
+        fixes = f"corrections {t['corrections']}/{t['of']}"
+        if t["reached"]:
+            lines += _wrap("  ", f"{said}: reached (lowest type {t['lowest']}/{n}, {fixes}).")
+            continue
+        if not t["short"]:
+            lines += _wrap("  ", f"{said}: not reached: {fixes}.")
+            continue
+        missed = ", ".join(f"{s['type']} {s['hits']}/{n}" for s in t["short"])
+        why = "; ".join(_miss_reason(s) for s in t["short"])
+        lines += _wrap("  ", f"{said}: not reached ({missed}; {fixes}). Why: {why}. With one"
+                       f" pool per type the target needs {t['tokens_needed']} tokens in total"
+                       f" (plan_pools' smallest total on these {n} queries), not"
+                       f" {TOTAL_TOKENS}.")
+    return lines
+
+
+def _miss_reason(short: Mapping[str, Any]) -> str:
+    """Why one type's best entry missed: for lack of tokens (by how much), a full pool, no pool."""
+    missed = short["missed"]
+    parts = []
+    if missed.get("over_tokens"):
+        parts.append(f"did not fit on {plural(missed['over_tokens'], 'query', 'queries')}"
+                     + (f" (short by {short['tokens_short']} tokens, median)"
+                        if short["tokens_short"] is not None else ""))
+    if missed.get("over_entries"):
+        parts.append(f"found its pool full on {plural(missed['over_entries'], 'query', 'queries')}")
+    if missed.get("no_pool"):
+        parts.append(f"had no pool on {plural(missed['no_pool'], 'query', 'queries')}")
+    return f"{short['type']}'s best entry " + ", ".join(parts)
 
 
 def _plan_sentence(data: Mapping[str, Any], hand_pools: Sequence[Mapping[str, Any]]) -> str:
@@ -469,7 +591,8 @@ def _plan_sentence(data: Mapping[str, Any], hand_pools: Sequence[Mapping[str, An
     less = [k for k in kinds if planned[k] < hand[k]]
     up = [k for k, c in data["best_entry"].items() if c["planned"] > c["hand"]]
     down = [k for k, c in data["best_entry"].items() if c["planned"] < c["hand"]]
-    said = (f"Why they differ: plan_pools moved tokens from {listed(less) or 'no type'}"
+    said = (f"Why planned and hand-made differ: plan_pools moved tokens from"
+            f" {listed(less) or 'no type'}"
             f" (and counted the {data['always_tokens']}-token always tier inside the same"
             f" {data['total_tokens']}) to {listed(more) or 'no type'}")
     if up:
@@ -535,9 +658,8 @@ def format_report(report: Mapping[str, Any]) -> str:
             "",
         ]
         lines += _method_table(report["best_entry"], n)
+        lines += ["", *_wrap("", _parts_sentence(report["best_entry"], n))]
 
-    if "plan" in report:
-        lines += format_plan_comparison(report["plan"], n, report.get("split_pools", ()))
     burst = report["burst"]
     lines += [
         "",
@@ -546,13 +668,55 @@ def format_report(report: Mapping[str, Any]) -> str:
         "Does each correction load on the query it exists for?",
         "",
     ]
-    keys = ("single_quiet", "single_burst", "split_quiet", "split_burst")
-    rows: list[tuple[str, ...]] = [("correction", "single budget", "", "pool-split", ""),
-                                   ("", "quiet", "burst", "quiet", "burst")]
+    keys = [f"{m}_{when}" for m in METHODS for when in ("quiet", "burst")]
+    rows: list[tuple[str, ...]] = [
+        ("correction", "single budget", "", "one pool", "", "pool-split", ""),
+        ("", *("quiet", "burst") * len(METHODS))]
     for c in burst["corrections"]:
-        rows.append((shorten(c["content"], 46), *("yes" if c[key] else "NO" for key in keys)))
+        rows.append((shorten(c["content"], 36), *("yes" if c[key] else "NO" for key in keys)))
     count = len(burst["corrections"])
-    rows.append(("loaded", *(f"{sum(c[key] for c in burst['corrections'])}/{count}"
-                             for key in keys)))
-    lines += ["  " + line for line in table(rows, spans={1: 2, 3: 2})]
+    loaded = {key: sum(c[key] for c in burst["corrections"]) for key in keys}
+    rows.append(("loaded", *(f"{loaded[key]}/{count}" for key in keys)))
+    lines += ["  " + line for line in table(rows, spans={1: 2, 3: 2, 5: 2})]
+    if "plan" in report and "one_pool_burst" in next(iter(report["plan"]["best_entry"].values())):
+        lines += ["", *_wrap("", _burst_sentence(loaded, count, report["plan"]["best_entry"],
+                                                  n))]
+    if "plan" in report:
+        lines += format_plan_comparison(report["plan"], n, report.get("split_pools", ()),
+                                        burst["fresh_entries"])
     return "\n".join(lines) + "\n"
+
+
+def _changes(before: Mapping[str, int], after: Mapping[str, int], n: int) -> str:
+    """``kind a→b`` for each type whose count changed, largest change first."""
+    moved = sorted((k for k in before if before[k] != after[k]),
+                   key=lambda k: (-abs(after[k] - before[k]), list(before).index(k)))
+    return ", ".join(f"{k} {before[k]}→{after[k]}" for k in moved) or "none"
+
+
+def _parts_sentence(best: Mapping[str, Mapping[str, int]], n: int) -> str:
+    """Which part of the best-entry table comes from the always tier, which from the pools."""
+    single = {k: c["single"] for k, c in best.items()}
+    fair = {k: c["one_pool"] for k, c in best.items()}
+    split = {k: c["split"] for k, c in best.items()}
+    rest = [k for k in best if k != "correction"]
+    drift = max(abs(fair[k] - single[k]) for k in rest)
+    return (f"What comes from where: from single budget to one pool only the always tier"
+            f" changes (correction {single['correction']}→{fair['correction']}; every other"
+            f" type moves by at most {plural(drift, 'query', 'queries')}, the budget the"
+            f" corrections no longer take); from one pool to pool-split only the pools change"
+            f" ({_changes({k: fair[k] for k in rest}, split, n)}).")
+
+
+def _burst_sentence(loaded: Mapping[str, int], count: int,
+                    best: Mapping[str, Mapping[str, int]], n: int) -> str:
+    """What keeps the corrections through the burst (the always tier), and what the pools do."""
+    fair = {k: c["one_pool_burst"] for k, c in best.items()}
+    quiet = {k: c["one_pool"] for k, c in best.items()}
+    lowest = {name: min(c[f"{name}_burst"] for c in best.values()) for name in ("hand", "planned")}
+    return (f"What comes from where: one pool keeps {loaded['one_pool_burst']}/{count}"
+            f" corrections through the burst, as pool-split keeps {loaded['split_burst']}/{count}:"
+            f" that is the always tier alone. The pools keep the rest of the context: after the"
+            f" burst one pool's best entries fall ({_changes(quiet, fair, n)}), while the lowest"
+            f" type is at {lowest['hand']}/{n} under the hand-made split and"
+            f" {lowest['planned']}/{n} under the planned pools (below).")

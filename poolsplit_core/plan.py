@@ -22,7 +22,7 @@ which it calls and never copies.
 >>> queries = [{"message": "x"}, {"message": "y"}]
 >>> plan = plan_pools(store, queries, total_tokens=60, now=now, holdout=0)
 >>> [(p.name, p.max_tokens, p.types) for p in plan.pools]
-[('task', 30, ('task',)), ('skill', 20, ('skill',))]
+[('task', 36, ('task',)), ('skill', 24, ('skill',))]
 >>> plan.lowest, plan.reached
 (1.0, True)
 >>> report = coverage(store, plan.pools, queries, now=now)
@@ -70,6 +70,7 @@ __all__ = [
     "Rate",
     "TypeCoverage",
     "TypePlan",
+    "always_tier_tokens",
     "best_entry_coverage",
     "coverage",
     "format_coverage",
@@ -295,7 +296,8 @@ class Plan:
     ``pools`` are ready for :func:`~poolsplit_core.poolsplit.retrieve_pools`
     and :func:`save_pools`. ``always_tokens`` is what the budget sets aside
     for the always tier (the p95 of its tokens per planning query), and the
-    pools' ``max_tokens`` add up to at most ``total_tokens - always_tokens``.
+    pools' ``max_tokens`` add up to ``total_tokens - always_tokens``: a plan
+    spends the budget it is given.
     ``reached`` says whether every type's predicted best-entry coverage (or
     at ``depth``) reaches ``target``; ``tokens_for_target`` is the smallest
     total budget that reaches it (None when no budget can, e.g. a cap too
@@ -500,6 +502,25 @@ def _check_queries(queries: Any) -> list[Mapping[str, Any] | None]:
 # --------------------------------------------------------------------------
 
 
+def always_tier_tokens(decisions: Iterable[Decision]) -> int:
+    """What the always tier costs one query: the cost of every entry that loaded as always-scope.
+
+    >>> from poolsplit_core.poolsplit import explain_pools
+    >>> store = [{"id": "fix", "type": "correction", "scope": "always", "content": "x" * 40},
+    ...          {"id": "t", "type": "task", "content": "y" * 20}]
+    >>> got = explain_pools(store, [Pool("tasks", 50, 2, ("task",))], always_pool=True)
+    >>> always_tier_tokens(got.decisions)
+    10
+
+    The one count ``poolsplit retrieve``, ``coverage`` and ``plan`` print.
+    Give it the decisions of a call that loads every active correction
+    (``always_pool=True``, as the command line and the adapters call): a
+    correction whose type no pool takes still loads there, and costs
+    tokens, outside every budget.
+    """
+    return sum(d.cost or 0 for d in decisions if d.outcome == "always")
+
+
 class _Sample:
     """A store prepared once, and each query's per-type ranking (top ``depth`` entries)."""
 
@@ -537,15 +558,15 @@ class _Sample:
         self.rankings: list[dict[str, list[Decision]]] = []
         self.always_tokens: list[int] = []
         for query in queries:
-            decided = self.prepared.decide(rankers, query, scorer=scorer, now=now)
+            decided = self.prepared.decide(rankers, query, scorer=scorer, now=now,
+                                           always_pool=True)
             ranked: dict[str, list[Decision]] = {}
-            tokens = 0
             for kind, pool in zip(self.types, rankers):
                 picked = decided[pool.name]
-                ranked[kind] = [d for d in picked if d.outcome == "selected"]
-                tokens += sum(d.cost or 0 for d in picked if d.outcome == "always")
+                ranked[kind] = _once([d for d in picked if d.outcome == "selected"])
             self.rankings.append(ranked)
-            self.always_tokens.append(tokens)
+            self.always_tokens.append(
+                always_tier_tokens(d for picked in decided.values() for d in picked))
 
     def entry_costs(self, kinds: Sequence[str]) -> dict[str, list[int]]:
         """Each type's contextual entry costs, sorted (one unbounded walk, any query)."""
@@ -558,6 +579,17 @@ class _Sample:
     def demand(self, kind: str, q: int, depth: int) -> int:
         """Tokens the top ``depth`` entries of ``kind`` cost on query ``q``."""
         return sum(d.cost or 0 for d in self.rankings[q][kind][:depth])
+
+
+def _once(decisions: list[Decision]) -> list[Decision]:
+    """Each entry object once, at its first place: a dict listed twice is loaded once it loads."""
+    seen: set[int] = set()
+    out = []
+    for d in decisions:
+        if id(d.entry) not in seen:
+            seen.add(id(d.entry))
+            out.append(d)
+    return out
 
 
 def _check_depth(depth: Any) -> int:
@@ -599,7 +631,10 @@ def coverage(
     Returns:
         A :class:`CoverageReport`: per type (:class:`TypeCoverage`), per pool
         (:class:`PoolUsage`), the always tier, and the lowest and mean
-        best-entry coverage over the types.
+        best-entry coverage over the types. The always tier is every active
+        always-scope entry, whatever types ``pools`` take, as the components
+        and ``poolsplit retrieve`` load it (``always_pool=True``), counted by
+        :func:`always_tier_tokens`, as :func:`plan_pools` counts it.
 
     A type's *best entry* for a query is its first contextual entry in the
     core's rank order for that query (score, then ``created``, ``id``, input
@@ -664,7 +699,8 @@ def _measure(sample: _Sample, pools: list[Pool], chosen: Iterable[int]) -> Cover
         for name, ledger in got.ledgers.items():
             used[name].append(ledger.tokens_used)
             taken[name].append(ledger.selected)
-        always_tokens.append(sum(led.always_tokens for led in got.ledgers.values()))
+        # The tier as retrieve loads it: every active correction, whatever the pools take.
+        always_tokens.append(sample.always_tokens[q])
         loaded_types = set()
         for d in got.decisions:
             kind = d.entry.get("type", "note")
@@ -805,8 +841,10 @@ def plan_pools(
     budget; then the slack is spent step by step where it buys the most
     coverage per token; what no planning query needs goes, as a
     margin for unseen queries, to the type with the smallest share of its
-    entries that fit its budget, until every entry fits (the rest is left
-    unspent). Each pool holds
+    entries that fit its budget, until every entry fits; what is left then
+    is headroom, spread over the pools in proportion to their budgets, so
+    the pools' ``max_tokens`` add up to the budget less the always tier and
+    a slightly longer entry tomorrow still fits. Each pool holds
     at least ``m`` entries: without ``total_entries``, as many entries of
     the type's median cost as its budget holds; with it, ``m`` each and the
     rest in that proportion.
@@ -940,7 +978,9 @@ def _allocate(demands: Mapping[str, Sequence[int]], available: int,
     3) each step of slack raises one type's budget to the demand of one of
     its uncovered queries, the step that covers the most queries per token
     (ties: the smaller step, then the type listed first); 4) with ``prior`` (each type's
-    entry costs, sorted), what is left after that is a margin (:func:`_margin`).
+    entry costs, sorted), what is left after that is a margin (:func:`_margin`),
+    and what the margin leaves is headroom (:func:`_headroom`), so the budgets
+    add up to ``available`` exactly.
     """
     kinds = list(demands)
     n = len(next(iter(demands.values())))
@@ -974,18 +1014,18 @@ def _allocate(demands: Mapping[str, Sequence[int]], available: int,
         left -= step
         levels[kind] = _covered(demands[kind], budgets[kind])
     if prior is not None:
-        _margin(budgets, left, prior, depth)
+        _headroom(budgets, _margin(budgets, left, prior, depth))
     return budgets
 
 
 def _margin(budgets: dict[str, int], left: int, prior: Mapping[str, Sequence[int]],
-            depth: int) -> None:
-    """Spend what no planning query needs as a margin for unseen queries.
+            depth: int) -> int:
+    """Spend what no planning query needs as a margin for unseen queries; return what is left.
 
     An unseen query's best entry may be any entry of the type, so the tokens
     go, step by step, to the type with the smallest share of its entries
     that fit (``depth`` of them at that cost), each step just large enough
-    to let the next-cheapest entry in. What no entry needs stays unspent.
+    to let the next-cheapest entry in, until no such step fits.
     """
     while left > 0:
         steps = []
@@ -996,10 +1036,37 @@ def _margin(budgets: dict[str, int], left: int, prior: Mapping[str, Sequence[int
                 if step <= left:
                     steps.append((fit / len(costs), step, i, kind))
         if not steps:
-            return
+            return left
         _, step, _, kind = min(steps)
         budgets[kind] += step
         left -= step
+    return left
+
+
+def _headroom(budgets: dict[str, int], left: int) -> None:
+    """Spread the ``left`` tokens over the budgets in proportion to them, all of them.
+
+    Once every entry of every type fits (or no more entries can be let in),
+    a plan that stopped there would fit today's entries exactly, and a
+    slightly longer one tomorrow would not. So each budget grows by the same
+    share, the rounding going to the largest remainders (ties: the type
+    listed first); with every budget at 0, the tokens are split evenly.
+
+    >>> budgets = {"a": 30, "b": 10, "c": 0}
+    >>> _headroom(budgets, 9)
+    >>> budgets
+    {'a': 37, 'b': 12, 'c': 0}
+    """
+    if left <= 0 or not budgets:
+        return
+    weights = dict(budgets) if any(budgets.values()) else {kind: 1 for kind in budgets}
+    total = sum(weights.values())
+    extra = {kind: left * w // total for kind, w in weights.items()}
+    order = sorted(budgets, key=lambda kind: -(left * weights[kind] % total))  # stable: ties
+    for kind in order[:left - sum(extra.values())]:
+        extra[kind] += 1
+    for kind in budgets:
+        budgets[kind] += extra[kind]
 
 
 def _median_entry_cost(sample: _Sample, kind: str, planning: Sequence[int]) -> float:
@@ -1057,14 +1124,19 @@ def _merge(sample: _Sample, pools: list[Pool], planning: Sequence[int],
 
 def _curve(demands: Mapping[str, Sequence[int]], always: int,
            top: int, points: int = 24) -> tuple[CurvePoint, ...]:
-    """Lowest and mean predicted coverage of a plan, for totals up to full coverage."""
+    """Lowest and mean predicted coverage of a plan at up to ``points`` totals, to full coverage.
+
+    >>> [p.total_tokens for p in _curve({"a": [3, 5]}, always=10, top=0)]
+    [11, 12, 13, 14, 15]
+    """
     kinds = list(demands)
     n = len(next(iter(demands.values())))
     full = always + sum(demands[kind][-1] for kind in kinds)
     high = max(full, top)
     out = []
-    for j in range(1, points + 1):
-        total = always + round((high - always) * j / points)
+    # Distinct totals: a span shorter than ``points`` tokens would round to a total twice.
+    totals = sorted({always + round((high - always) * j / points) for j in range(1, points + 1)})
+    for total in totals:
         if total <= always:
             continue
         budgets = _allocate(demands, total - always)
@@ -1090,10 +1162,14 @@ def format_coverage(report: CoverageReport) -> str:
     m = report.depth
     lines = [f"Coverage over {plural(n, 'query', 'queries')} (95% Wilson intervals)", ""]
     deep = [f"top {m}"] if m > 1 else []
-    rows: list[tuple[str, ...]] = [(
-        "type", "entries", "loaded at all", "best entry", *deep,
-        "best entry missed: no tokens left (short by)", "pool full", "no pool",
-        "entries left out: no tokens left", "pool full")]
+    # Two header rows: each group's title spans its columns, so the groups stay apart.
+    first = 4 + len(deep)  # the first column of the group "best entry missed"
+    groups = {first: 3, first + 3: 2}
+    rows: list[tuple[str, ...]] = [
+        ("",) * first + ("best entry missed (queries)", "", "", "entries left out (summed)", ""),
+        ("type", "entries", "loaded at all", "best entry", *deep,
+         "no tokens left (short by)", "pool full", "no pool", "no tokens left", "pool full"),
+    ]
     for t in report.types.values():
         if t.best is None:
             rows.append((t.type, f"0 (+{t.always} always)", *["-"] * (8 + len(deep))))
@@ -1107,7 +1183,8 @@ def format_coverage(report: CoverageReport) -> str:
             str(t.missed.get("over_entries", 0)), str(t.missed.get("no_pool", 0)),
             str(t.crowded_tokens), str(t.crowded_cap),
         ))
-    lines += ["  " + row for row in table(rows, right={k + len(deep) for k in (4, 5, 6, 7, 8)})]
+    right = {k + len(deep) for k in (4, 5, 6, 7, 8)}
+    lines += ["  " + row for row in table(rows, right=right, spans=groups)]
     lines += ["", "Pools (contextual tokens per query)", ""]
     rows = [("pool", "max tokens", "used p50", "p95", "utilisation", "entries p50/max")]
     for p in report.pools.values():
@@ -1146,8 +1223,8 @@ def format_plan(plan: Plan) -> str:
         f"Plan for {plural(plan.total_tokens, 'token')}"
         + (f" and {plural(plan.total_entries, 'entry', 'entries')}"
            if plan.total_entries is not None else "")
-        + f": {plan.always_tokens} for the always tier (p95), the rest in"
-        f" {plural(len(plan.pools), 'pool')}",
+        + f": {plan.always_tokens} for the always tier (p95),"
+        f" {sum(pool.max_tokens for pool in plan.pools)} in {plural(len(plan.pools), 'pool')}",
         f"planned on {plural(plan.planning_queries, 'query', 'queries')}, checked on"
         f" {plan.held_out_queries} held out; coverage = the type's {what} loaded",
         "",

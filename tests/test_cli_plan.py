@@ -9,7 +9,15 @@ import pytest
 
 from poolsplit_core._text import plural
 from poolsplit_core.cli import DEFAULT_SAMPLE, main, read_pools_file
-from poolsplit_core.demo import DEMO_NOW, DEMO_QUERIES, SPLIT_POOLS, load_sample_store
+from poolsplit_core.demo import (
+    BURST_SIZE,
+    DEMO_NOW,
+    DEMO_QUERIES,
+    SINGLE_POOL,
+    SPLIT_POOLS,
+    fresh_entries,
+    load_sample_store,
+)
 from poolsplit_core.plan import coverage, plan_pools, pools_to_json, sample_queries
 
 STORE = str(resources.files("poolsplit_core") / "data" / "sample_store.jsonl")
@@ -174,15 +182,22 @@ def test_the_demo_compares_the_hand_made_split_with_the_planned_one(capsys):
     assert status == 0
     data = json.loads(out)["plan"]
     store = load_sample_store()
+    burst = store + fresh_entries(BURST_SIZE)
     planned = plan_pools(store, DEMO_QUERIES, 1400, now=DEMO_NOW).pools
+    pools = {"one_pool": [SINGLE_POOL], "hand": SPLIT_POOLS, "planned": planned}
     for kind, counts in data["best_entry"].items():
-        assert counts["hand"] == loaded_hits(store, SPLIT_POOLS, DEMO_QUERIES, kind, 1, DEMO_NOW)
-        assert counts["planned"] == loaded_hits(store, planned, DEMO_QUERIES, kind, 1, DEMO_NOW)
+        for name, chosen in pools.items():  # the planned pools are planned once, on the quiet store
+            assert counts[name] == loaded_hits(store, chosen, DEMO_QUERIES, kind, 1, DEMO_NOW)
+            assert counts[f"{name}_burst"] == loaded_hits(burst, chosen, DEMO_QUERIES, kind, 1,
+                                                          DEMO_NOW)
     assert min(c["planned"] for c in data["best_entry"].values()) > min(
         c["hand"] for c in data["best_entry"].values())
     status, text, _ = run(capsys, "demo")
-    pref = data["best_entry"]["preference"]
-    assert f"preference {pref['hand']}→{pref['planned']}" in text
+    n = len(DEMO_QUERIES)
+    rows = [line.split() for line in text.split("Best entry loaded (of")[1].splitlines()]
+    for kind, c in data["best_entry"].items():  # the table: one pool, hand-made, planned
+        want = [kind, *(f"{c[name + when]}/{n}" for name in pools for when in ("", "_burst"))]
+        assert want in rows, kind
 
 
 def test_plan_takes_its_total_budget_as_budget_and_refuses_a_number_for_tokens(capsys,
@@ -224,7 +239,87 @@ def test_coverage_headings_say_in_plain_words_why_the_best_entry_missed(capsys, 
     status, out, _ = run(capsys, "coverage", STORE, "--pools", pools_file,
                          "--queries", queries_file, "--now", NOW)
     assert status == 0
-    header = next(line for line in out.splitlines() if line.split()[:2] == ["type", "entries"])
-    assert "best entry missed: no tokens left" in header and "pool full" in header
-    assert "entries left out: no tokens left" in header
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["type", "entries"])
+    groups, header = lines[at - 1], lines[at]
+    # Each group's title stands over its own columns, so the two groups do not run together.
+    missed, left_out = groups.index("best entry missed"), groups.index("entries left out")
+    assert header.index("no tokens left (short by)") == missed
+    assert header.index("no tokens left", missed + 1 + len("no tokens left")) == left_out
+    assert header.count("pool full") == 2 and "no pool" in header[missed:left_out]
     assert "crowded" not in out and "best missed" not in out
+
+
+# --------------------------------------------------------------------------
+# A small store: the plan spends its budget, and one always-tier count
+# --------------------------------------------------------------------------
+
+SMALL_STORE = [  # 7 entries: two corrections (one of a type with contextual entries), 5 types
+    {"id": "fix-1", "type": "correction", "scope": "always",
+     "content": "Never deploy on a Friday without a rollback plan."},
+    {"id": "fix-2", "type": "task", "scope": "always",
+     "content": "Always run the migrations twice."},
+    {"id": "t1", "type": "task", "content": "Deploy billing to staging."},
+    {"id": "s1", "type": "skill", "content": "Rotate the DB keys."},
+    {"id": "g1", "type": "growth", "content": "Smaller PRs."},
+    {"id": "p1", "type": "preference", "content": "Short answers."},
+    {"id": "f1", "type": "fact", "content": "API at api.example.com"},
+]
+
+
+@pytest.fixture
+def small_store(tmp_path):
+    path = tmp_path / "small.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in SMALL_STORE))
+    return str(path)
+
+
+def _curve_rows(out):
+    curve = out.split("Budget vs coverage (predicted)")[1]
+    return [line.split() for line in curve.splitlines()
+            if line.startswith("  ") and line.split()[0].isdigit()]
+
+
+def test_a_plan_on_a_small_store_spends_its_budget_and_leaves_headroom(capsys, small_store,
+                                                                        tmp_path):
+    out_path = tmp_path / "pools.json"
+    status, out, err = run(capsys, "plan", small_store, "--budget", "300", "--now", NOW,
+                           "--out", str(out_path))
+    assert status == 0, err
+    always = sum(len(e["content"]) // 4 for e in SMALL_STORE if e.get("scope") == "always")
+    pools = read_pools_file(str(out_path))
+    assert sum(p.max_tokens for p in pools) == 300 - always
+    assert (f"Plan for 300 tokens: {always} for the always tier (p95),"
+            f" {300 - always} in {len(pools)} pools") in out
+    # Headroom: on every query the plan was made for, each pool has tokens to spare.
+    for query in sample_queries(SMALL_STORE, DEFAULT_SAMPLE):
+        status, shown, _ = run(capsys, "retrieve", small_store, "--pools", str(out_path),
+                               "--message", query["message"], "--now", NOW, "--json")
+        ledgers = json.loads(shown)
+        assert ledgers["totals"]["max_tokens"] == 300 - always
+        assert ledgers["totals"]["always_tokens"] == always
+        assert ledgers["totals"]["tokens_used"] < 300 - always
+    rows = _curve_rows(out)
+    totals = [row[0] for row in rows]
+    assert rows and len(totals) == len(set(totals))
+    assert totals == sorted(totals, key=int)
+
+
+def test_coverage_retrieve_and_plan_print_one_always_tier_count(capsys, small_store):
+    always = sum(len(e["content"]) // 4 for e in SMALL_STORE if e.get("scope") == "always")
+    # Hand-made pools that take no correction's type: every correction loads all the same.
+    spec = "work:60:4:skill,growth,preference,fact"
+    status, out, err = run(capsys, "plan", small_store, "--budget", "300", "--now", NOW,
+                           "--json")
+    assert status == 0, err
+    assert json.loads(out)["always_tokens"] == always
+    status, out, err = run(capsys, "coverage", small_store, "--pool", spec, "--now", NOW,
+                           "--json")
+    assert status == 0, err
+    data = json.loads(out)["always"]
+    assert data["entries"] == 2 and data["tokens_p50"] == data["tokens_p95"] == always
+    status, out, _ = run(capsys, "coverage", small_store, "--pool", spec, "--now", NOW)
+    assert f"Always tier: 2 entries, {always} tokens per query (p95 {always})" in out
+    status, out, _ = run(capsys, "retrieve", small_store, "--pool", spec, "--message",
+                         "deploy", "--now", NOW)
+    assert f"+ {always} always-scope tokens (outside every budget)" in out

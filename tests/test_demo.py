@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -9,17 +10,23 @@ import pytest
 
 from poolsplit_core import demo
 from poolsplit_core.demo import (
+    BURST_SIZE,
+    CORRECTION_QUERIES,
     DEMO_NOW,
     DEMO_QUERIES,
+    PLAN_TARGETS,
     SINGLE_POOL,
+    TOTAL_TOKENS,
     TYPES,
     best_entry_counts,
     format_report,
+    fresh_entries,
     load_sample_store,
     run_demo,
     type_load_counts,
 )
-from poolsplit_core.poolsplit import retrieve
+from poolsplit_core.plan import plan_pools
+from poolsplit_core.poolsplit import retrieve, retrieve_pools
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,6 +155,7 @@ def test_split_best_entry_agrees_with_the_planner_measure(report):
     hand = report["plan"]["best_entry"]
     for kind, row in hand.items():
         assert report["best_entry"][kind]["split"] == row["hand"], kind
+        assert report["best_entry"][kind]["one_pool"] == row["one_pool"], kind
 
 
 # --------------------------------------------------------------------------
@@ -155,11 +163,76 @@ def test_split_best_entry_agrees_with_the_planner_measure(report):
 # --------------------------------------------------------------------------
 
 
-def test_plan_line_is_explained_where_it_is_printed(text):
+def test_the_planned_pools_table_is_explained_where_it_is_printed(text):
     lines = text.splitlines()
-    i = next(k for k, line in enumerate(lines) if re.match(r"^\s+task \d+→\d+, ", line))
-    after = " ".join(lines[i + 1:i + 4])
-    assert "plan_pools" in after and "tokens" in after
+    i = next(k for k, line in enumerate(lines)
+             if line.split() == ["type", "one", "pool", "hand-made", "planned"])
+    assert lines[i + 1].split() == ["quiet", "burst"] * 3
+    after = " ".join(lines[i + 2:i + 16])
+    assert "Why planned and hand-made differ: plan_pools moved tokens" in after
+
+
+def flat(text):
+    """The report's words on one line: the wrapped sentences read whole."""
+    return " ".join(text.split())
+
+
+def test_the_demo_says_which_part_comes_from_the_always_tier_and_which_from_the_pools(report,
+                                                                                    text):
+    best, n = report["best_entry"], report["queries"]
+    said = flat(text)
+    # single budget -> one pool: only scope changes, so the corrections' jump is the tier's.
+    fix = best["correction"]
+    assert fix["single"] < fix["one_pool"] == n
+    drift = max(abs(c["one_pool"] - c["single"]) for k, c in best.items() if k != "correction")
+    assert (f"from single budget to one pool only the always tier changes (correction"
+            f" {fix['single']}→{fix['one_pool']}; every other type moves by at most"
+            f" {drift}") in said
+    # one pool -> pool-split: the same tier, other pools; skill and growth are the pools' doing.
+    for kind in ("skill", "growth"):
+        assert best[kind]["one_pool"] < best[kind]["split"]
+        assert f"{kind} {best[kind]['one_pool']}→{best[kind]['split']}" in said
+    # The burst: one pool keeps every correction too, so that is the tier, not the pools.
+    rows = report["burst"]["corrections"]
+    kept = sum(c["one_pool_burst"] for c in rows)
+    assert kept == sum(c["split_burst"] for c in rows) == len(rows)
+    assert (f"one pool keeps {kept}/{len(rows)} corrections through the burst, as pool-split"
+            f" keeps {kept}/{len(rows)}: that is the always tier alone") in said
+    planned = report["plan"]["best_entry"]
+    fell = [k for k, c in planned.items() if c["one_pool_burst"] < c["one_pool"]]
+    assert fell and all(f"{k} {planned[k]['one_pool']}→{planned[k]['one_pool_burst']}" in said
+                        for k in fell)
+
+
+def test_the_demo_says_whether_the_planned_pools_reach_the_target_and_why_not(report, text):
+    from tests.core.test_plan import loaded_hits
+
+    store, n = load_sample_store(), len(DEMO_QUERIES)
+    planned = plan_pools(store, DEMO_QUERIES, TOTAL_TOKENS, now=DEMO_NOW).pools
+    said = flat(text)
+    for when, entries in (("quiet", store), ("burst", store + fresh_entries(BURST_SIZE))):
+        t = report["plan"]["target"][when]
+        need = math.ceil(PLAN_TARGETS[when] * n)
+        kinds = {e["type"] for e in entries if e.get("scope") != "always"}
+        hits = {k: loaded_hits(entries, planned, DEMO_QUERIES, k, 1, DEMO_NOW) for k in kinds}
+        short = {k for k, h in hits.items() if h < need}
+        fixes = sum(cid in {e["id"] for got in retrieve_pools(entries, planned, DEMO_QUERIES[i],
+                                                               now=DEMO_NOW).values()
+                            for e in got}
+                    for cid, i in CORRECTION_QUERIES.items())
+        assert (t["need"], t["corrections"]) == (need, fixes)
+        assert t["reached"] == (not short and fixes == len(CORRECTION_QUERIES)), when
+        assert {s["type"] for s in t["short"]} == short
+        label = "quiet" if when == "quiet" else "after the burst"
+        assert f"{label}: {'reached' if t['reached'] else 'not reached'}" in said
+        if short:  # the total it names is enough for one pool per type to reach the target
+            enough = plan_pools(entries, DEMO_QUERIES, t["tokens_needed"], holdout=0,
+                                now=DEMO_NOW)
+            assert all(loaded_hits(entries, enough.pools, DEMO_QUERIES, k, 1, DEMO_NOW) >= need
+                       for k in kinds)
+            assert f"the target needs {t['tokens_needed']} tokens in total" in said
+            for s in t["short"]:
+                assert f"{s['type']}'s best entry did not fit on" in said
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/index.md"])

@@ -7,7 +7,10 @@
 - the README stays a README (at most 30 KB), and the user docs carry no issue
   numbers, commit hashes or mutation-run tallies: those belong in commit messages;
 - every test a guarantee names exists, in the README and on the guarantees page,
-  and every test the README names is on that page.
+  and every test the README names is on that page;
+- every example of the README and the pages (a block fenced with a language) fits the
+  ``COLUMN`` characters a code block of the site holds at a desktop width (measured in a
+  browser by ``tests/test_site_browser.py``), a CJK character counting as two.
 
 The examples of every page run in ``tests/test_readme.py``.
 """
@@ -15,11 +18,14 @@ The examples of every page run in ``tests/test_readme.py``.
 from __future__ import annotations
 
 import doctest
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -41,14 +47,22 @@ cli.main(args=["build", "--strict", "--site-dir", sys.argv[1]], prog_name="mkdoc
 """
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
+#: The characters of the code font a code block of the site holds across at 1280 px.
+COLUMN = 80
+
+
+def build_site(out: Path) -> Path:
+    """Build the site into ``out`` as ``make docs`` does, offline; fail on any warning."""
     done = subprocess.run([sys.executable, "-c", OFFLINE_BUILD, str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def test_the_site_builds_strictly_with_the_network_refused(site):
@@ -79,6 +93,58 @@ def test_the_api_reference_renders_every_public_module(site):
         assert "<blockquote>" not in html, f"reference/{module}: a doctest rendered as prose"
 
 
+#: Each reference page that lists its members by hand (docs/reference/*.md): its first section.
+MAIN_FIRST = {"poolsplit_core.poolsplit": "Pool", "poolsplit_core.plan": "plan_pools",
+              "poolsplit_integrations.langchain": "PoolSplitRetriever",
+              "poolsplit_integrations.llama_index": "PoolSplitRetriever",
+              "poolsplit_integrations.langgraph": "PoolSplitStore"}
+REFERENCE = ["poolsplit_core.poolsplit", "poolsplit_core.prepared", "poolsplit_core.multilingual",
+             "poolsplit_core.checks", "poolsplit_core.plan", "poolsplit_integrations.langchain",
+             "poolsplit_integrations.llama_index", "poolsplit_integrations.langgraph"]
+
+
+def reference_page(site: Path, module: str) -> str:
+    return (site / "reference" / module.rsplit(".", 1)[1] / "index.html").read_text(
+        encoding="utf-8")
+
+
+@pytest.mark.parametrize("module", REFERENCE)
+def test_the_api_reference_has_a_section_for_every_public_class_and_function(site, module):
+    # A page that lists its members in order must list a class or function added later too.
+    imported = importlib.import_module(module)
+    public = [name for name, value in vars(imported).items() if not name.startswith("_")
+              and (inspect.isclass(value) or inspect.isfunction(value))
+              and value.__module__ == module]
+    html = reference_page(site, module)
+    missing = [name for name in public if f'id="{module}.{name}"' not in html]
+    assert not missing, (f"reference/{module}: no section for {missing}; add them to the"
+                         f" members of docs/reference/{module.rsplit('.', 1)[1]}.md")
+    sections = re.findall(rf'<h2 id="{re.escape(module)}\.(\w+)"', html)
+    if module in MAIN_FIRST:
+        assert sections[0] == MAIN_FIRST[module], f"reference/{module} opens with {sections[0]}"
+
+
+@pytest.mark.parametrize("module", REFERENCE)
+def test_the_api_reference_reads_as_markdown_with_public_bases_and_formatted_signatures(
+        site, module):
+    html = reference_page(site, module)
+    text = re.sub(r"<[^>]+>", "", html)
+    assert ".. code-block" not in text, f"reference/{module}: a reST code-block shows as text"
+    assert not re.search(r"::\s*$", text, re.M), f"reference/{module}: a reST '::' shows"
+    for bases in re.findall(r'<p class="doc doc-class-bases">(.*?)</p>', html, re.S):
+        shown = re.sub(r"<[^>]+>|\s", "", bases)
+        assert not re.search(r"[:,]_", shown), f"reference/{module}: a private base in {shown}"
+    # "Key init args" (Setup / Key init args / Instantiate, as LangChain documents its
+    # components) is a list, one item an argument, not one paragraph
+    for section in re.findall(r"<summary>Key init args</summary>(.*?)</details>", html, re.S):
+        assert section.count("<li>") >= 3, f"reference/{module}: Key init args is not a list"
+    # ruff formats a long signature one parameter a line (without it: one long line)
+    widest = max((len(line) for code in re.findall(
+        r'<div class="doc-signature highlight"><pre>(.*?)</pre>', html, re.S)
+        for line in re.sub(r"<[^>]+>", "", code).splitlines()), default=0)
+    assert widest <= COLUMN, f"reference/{module}: a signature line of {widest} characters"
+
+
 @pytest.mark.parametrize("plot", ["profiles.png", "langgraph.png"])
 def test_the_performance_page_shows_the_plots_make_bench_writes(site, plot):
     assert (site / "assets" / plot).read_bytes() == (ROOT / "benchmarks" / plot).read_bytes()
@@ -96,6 +162,38 @@ def test_the_site_asks_no_font_or_script_from_another_host(site):
 def test_the_readme_is_at_most_30_kb():
     size = README.stat().st_size
     assert size <= 30_000, f"README.md is {size} bytes; move a section to a page under docs/"
+
+
+def columns(line: str) -> int:
+    """How many columns ``line`` takes in a monospaced font: two for a wide (CJK) character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
+
+
+def examples(markdown: Path) -> list[tuple[int, list[str]]]:
+    """The examples of a page: ``(first line number, lines)`` of each block fenced with a
+    language (``text`` or a bare fence shows a program's output as it prints it)."""
+    found: list[tuple[int, list[str]]] = []
+    language, start, lines = None, 0, []
+    for number, line in enumerate(markdown.read_text(encoding="utf-8").splitlines(), 1):
+        if language is None:
+            if fence := re.fullmatch(r"\s*```(\w*).*", line):
+                language, start, lines = fence.group(1), number + 1, []
+        elif line.strip() == "```":
+            if language not in ("", "text"):
+                found.append((start, lines))
+            language = None
+        else:
+            lines.append(line)
+    return found
+
+
+@pytest.mark.parametrize("path", USER_DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_example_fits_the_column_of_the_site(path):
+    too_wide = [f"line {start + offset}: {columns(line)} columns"
+                for start, lines in examples(path) for offset, line in enumerate(lines)
+                if columns(line) > COLUMN]
+    assert not too_wide, (f"{path.relative_to(ROOT)}: examples wider than the {COLUMN} columns"
+                          f" a code block shows: {too_wide}")
 
 
 HISTORY = {

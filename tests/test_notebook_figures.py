@@ -9,7 +9,9 @@ notebook made is then drawn and checked with matplotlib's own bounding boxes, in
 - no visible text or legend leaves the figure;
 - no legend covers a bar, or a point of a plotted line or marker, in its axes;
 - no visible marker of a plotted line is clipped by its axes' edge;
-- an image or mesh (a heat map) has a colour bar;
+- an image or mesh (a heat map) has a colour bar, or, when its colours are a few discrete ones
+  (a ``ListedColormap`` of at most 8), a legend naming each of them; a heat map of two values
+  (a binary map) has exactly that: two colours and a legend, not a continuous colour scale;
 - a label cut from a longer string the notebook holds (a query's message) is cut on a word
   boundary and ends with an ellipsis.
 
@@ -28,7 +30,9 @@ nbformat = pytest.importorskip("nbformat")
 matplotlib.use("Agg", force=True)
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib.collections import QuadMesh  # noqa: E402
+from matplotlib.colors import ListedColormap, to_rgba  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
@@ -223,6 +227,17 @@ def problems(fig) -> list:
             if isinstance(a, (AxesImage, QuadMesh)) and a.get_visible()
         ]
         for mappable in heat:
+            values = set(np.ma.asarray(mappable.get_array()).compressed().tolist())
+            if len(values) <= 2 and not discrete(
+                mappable
+            ):
+                found.append(
+                    f"{where}: the heat map in {axes.get_title()!r} holds two values on a"
+                    " continuous colour scale: give it two colours and a legend naming them"
+                )
+                continue
+            if discrete(mappable) and legend_names_colours(fig, axes, mappable):
+                continue
             # Its own colour bar, or one shared with a heat map on the same colours and scale.
             if not any(
                 bar.mappable.get_cmap().name == mappable.get_cmap().name
@@ -231,6 +246,26 @@ def problems(fig) -> list:
             ):
                 found.append(f"{where}: the heat map in {axes.get_title()!r} has no colour bar")
     return found
+
+
+def discrete(mappable) -> bool:
+    """Whether a heat map's colours are a few distinct ones (a short ``ListedColormap``)."""
+    cmap = mappable.get_cmap()
+    return isinstance(cmap, ListedColormap) and cmap.N <= 8
+
+
+def legend_names_colours(fig, axes, mappable) -> bool:
+    """Whether a visible legend of the axes or the figure shows every colour of the map."""
+    legends = [axes.get_legend(), *fig.legends]
+    shown = {
+        tuple(round(v, 3) for v in to_rgba(handle.get_facecolor()))
+        for legend in legends
+        if legend is not None and legend.get_visible()
+        for handle in legend.legend_handles
+        if hasattr(handle, "get_facecolor")
+    }
+    cmap = mappable.get_cmap()
+    return all(tuple(round(v, 3) for v in cmap(i)) in shown for i in range(cmap.N))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -262,6 +297,31 @@ def test_the_checks_catch_a_covered_bar_and_overlapping_text():
         assert "covers a bar" in found
         assert "leaves the figure" in found
         assert "overlap" in found
-        assert "no colour bar" in found
+        assert "continuous colour scale" in found  # [[0, 1], [1, 0]] on viridis
+    finally:
+        plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.imshow([[0, 0.5], [0.25, 1]])  # four values: a continuous map needs its colour bar
+    try:
+        assert any("no colour bar" in problem for problem in problems(fig))
+        fig.colorbar(ax.images[0], ax=ax)
+        assert not any("heat map" in problem for problem in problems(fig))
+    finally:
+        plt.close(fig)
+
+
+def test_a_two_colour_heat_map_needs_a_legend_naming_both_colours():
+    from matplotlib.patches import Patch
+
+    colours = ListedColormap(["white", "red"])
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.imshow([[0, 1], [1, 0]], cmap=colours, vmin=0, vmax=1)
+    try:
+        assert any("no colour bar" in problem for problem in problems(fig))
+        fig.legend(handles=[Patch(facecolor=colours(0), label="loaded")], loc="upper left")
+        assert any("no colour bar" in problem for problem in problems(fig))  # one of two
+        fig.legend(handles=[Patch(facecolor=colours(0), label="loaded"),
+                            Patch(facecolor=colours(1), label="starved")], loc="lower left")
+        assert not any("heat map" in problem for problem in problems(fig))
     finally:
         plt.close(fig)

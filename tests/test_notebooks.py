@@ -23,7 +23,10 @@ PROBE = "poolsplit-kernel-python="
 # What each notebook must show, by file-name prefix: how many PNG plots at
 # least, and texts its printed output must contain (in this order).
 EXPECTED = {
-    "01_": {"plots": 2, "texts": ["single budget", "growth", "fresh entries"]},
+    # The fair baseline (one pool, always tier kept) beside the naive one, in the burst too;
+    # then the planned pools' best entries and whether they reach the target.
+    "01_": {"plots": 3, "texts": ["single budget", "growth", "fresh entries", "one pool",
+                                  "planned burst", "target 95% (31/32) quiet"]},
     "02_": {"plots": 0, "texts": ["Never force-push to main"]},
     "03_": {"plots": 0, "texts": ["Never force-push to main"]},
     # The other process's correction is printed only after it was written, and in the

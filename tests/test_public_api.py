@@ -20,6 +20,7 @@ import poolsplit_core
 import poolsplit_core.multilingual as multilingual
 import poolsplit_core.poolsplit as core
 import poolsplit_core.prepared as prepared
+import poolsplit_core.render as render
 
 PUBLIC_NAMES = sorted([
     "OUTCOMES",
@@ -49,6 +50,9 @@ PREPARED_NAMES = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engin
 
 #: The names of the file beyond English (vendorable beside the core's).
 MULTILINGUAL_NAMES = ["cjk_token_counter", "unicode_words"]
+
+#: The names of the file that renders a result as prompt text (vendorable beside the core's).
+RENDER_NAMES = ["CORRECTIONS_HEADING", "render_pools"]
 
 #: What poolsplit_core exports beside the vendorable files' names (in neither file).
 #: (NumpyEngine is there when numpy is: the test suite always has it.)
@@ -81,9 +85,15 @@ def test_multilingual_module_all_is_exactly_the_pinned_names_and_the_core_lacks_
     assert core.WORD_READERS["unicode"] is multilingual.unicode_words  # named on import
 
 
+def test_render_module_all_is_exactly_the_pinned_names_and_the_core_lacks_them():
+    assert sorted(render.__all__) == RENDER_NAMES
+    for name in RENDER_NAMES:
+        assert not hasattr(core, name), name
+
+
 def test_package_reexports_the_same_names_as_the_same_objects():
     assert sorted(poolsplit_core.__all__) == sorted(
-        PUBLIC_NAMES + PREPARED_NAMES + MULTILINGUAL_NAMES + PACKAGE_NAMES)
+        PUBLIC_NAMES + PREPARED_NAMES + MULTILINGUAL_NAMES + RENDER_NAMES + PACKAGE_NAMES)
     assert len(poolsplit_core.__all__) == len(set(poolsplit_core.__all__))
     for name in PUBLIC_NAMES:
         assert getattr(poolsplit_core, name) is getattr(core, name), name
@@ -91,6 +101,8 @@ def test_package_reexports_the_same_names_as_the_same_objects():
         assert getattr(poolsplit_core, name) is getattr(prepared, name), name
     for name in MULTILINGUAL_NAMES:
         assert getattr(poolsplit_core, name) is getattr(multilingual, name), name
+    for name in RENDER_NAMES:
+        assert getattr(poolsplit_core, name) is getattr(render, name), name
 
 
 def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them():
@@ -111,6 +123,7 @@ def test_the_package_adds_only_the_store_checks_and_the_file_does_not_hold_them(
     *((core, n) for n in PUBLIC_NAMES if n not in ("OUTCOMES", "__version__")),
     *((prepared, n) for n in PREPARED_NAMES),
     *((multilingual, n) for n in MULTILINGUAL_NAMES),
+    (render, "render_pools"),
 ])
 def test_every_public_name_is_documented_where_it_is_defined(module, name):
     # help() and the IDE show this text: a public name without it is a gap
@@ -233,6 +246,16 @@ def test_make_scorer_takes_only_keyword_options_each_absent_by_default():
     assert core.make_scorer().to_data() == {"words": "ascii"}
 
 
+def test_render_pools_takes_the_result_then_keyword_only_options():
+    params = inspect.signature(render.render_pools).parameters.values()
+    assert [(p.name, p.kind, p.default) for p in params] == [
+        ("result", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("ledgers", inspect.Parameter.KEYWORD_ONLY, None),
+        ("entry", inspect.Parameter.KEYWORD_ONLY, None),
+        ("corrections_heading", inspect.Parameter.KEYWORD_ONLY, render.CORRECTIONS_HEADING)]
+    assert render.CORRECTIONS_HEADING == "Corrections (always apply)"
+
+
 def test_word_reader_and_cjk_counter_take_one_text():
     assert list(inspect.signature(multilingual.unicode_words).parameters) == ["text"]
     assert list(inspect.signature(multilingual.cjk_token_counter).parameters) == ["text"]
@@ -243,6 +266,7 @@ def test_version_is_a_pep_440_release_string_shared_by_the_package():
     assert poolsplit_core.__version__ == core.__version__
     assert prepared.__version__ == core.__version__  # the files are copied together
     assert multilingual.__version__ == core.__version__
+    assert render.__version__ == core.__version__
 
 
 def wheel_packages() -> list[str]:

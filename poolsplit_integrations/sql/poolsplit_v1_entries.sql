@@ -13,7 +13,7 @@
 -- only from then on. A read checks the reading of every row it returns against the
 -- row (its updated_at); a write that bypassed the triggers (session_replication_role
 -- = replica, a disabled trigger) can leave a reading behind, which the read then
--- meets and answers from the rows instead -- running setup() again repairs it.
+-- meets and answers from the rows instead -- poolsplit-postgres recheck repairs it.
 --
 -- Why a table beside LangGraph's and not generated columns on it: adding stored
 -- columns rewrites the store table under an exclusive lock (every read and write of
@@ -49,6 +49,18 @@ ALTER TABLE poolsplit_v1.entry ADD COLUMN IF NOT EXISTS carries_user boolean;
 CREATE TABLE IF NOT EXISTS poolsplit_v1.kept (
     store_table regclass PRIMARY KEY,
     repaired_at timestamptz NOT NULL
+);
+
+-- The store tables setup() has finished for, and the digest of the SQL it installed (both
+-- files). A later setup() that finds its own digest here, the table kept and its trigger
+-- enabled, has nothing to do and stops after a few statements whatever the table's size;
+-- another digest (a new release) runs the whole install again. Re-checking every row
+-- against its reading (after writes that bypassed the triggers) is an operator's command:
+-- poolsplit-postgres recheck.
+CREATE TABLE IF NOT EXISTS poolsplit_v1.setup_done (
+    store_table regclass PRIMARY KEY,
+    digest text NOT NULL,
+    done_at timestamptz NOT NULL
 );
 
 -- The contextual rows of a namespace, by type, base priority and whether they have tags,

@@ -1,10 +1,11 @@
 """``always_pool=True``: every active correction loads, whatever types the pools take.
 
 An always-scope entry whose type no pool accepts loads in one more pool,
-``"always"``, after the caller's: in input order, outside every budget,
-counted by ``max_always_tokens``. The caller's pools are untouched, the key is
-there only when something loads in it, and every path (the functions, each
-query of a PreparedStore, both engines, partitioned or not) answers the same.
+``"always"``, filled after the caller's and listed before them: in input
+order, outside every budget, counted by ``max_always_tokens``. The caller's
+pools are untouched, the key is there only when something loads in it, and
+every path (the functions, each query of a PreparedStore, both engines,
+partitioned or not) answers the same, in the same order.
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ def identities(got):
     return {name: [id(e) for e in picked] for name, picked in got.items()}
 
 
-def test_an_unpooled_correction_loads_in_the_always_pool_after_the_others():
+def test_an_unpooled_correction_loads_in_the_always_pool_listed_first():
     got = retrieve_pools(STORE, TASKS, now=NOW, always_pool=True)
     assert ids(got) == {"tasks": ["task-fix", "t1"], "always": ["fix-1", "fix-2", "fix-3"]}
-    assert list(got) == ["tasks", "always"]
+    # a prompt rendered in the result's order reads the corrections first
+    assert list(got) == ["always", "tasks"]
     # without the option the same call drops the three corrections
     assert ids(retrieve_pools(STORE, TASKS, now=NOW)) == {"tasks": ["task-fix", "t1"]}
 
@@ -65,6 +67,7 @@ def test_a_correction_a_pool_accepts_stays_in_that_pool():
     got = retrieve_pools(STORE, pools, now=NOW, always_pool=True)
     assert ids(got) == {"notes": ["fix-2", "n1"], "tasks": ["task-fix", "t1"],
                         "always": ["fix-1", "fix-3"]}
+    assert list(got) == ["always", "notes", "tasks"]
 
 
 def test_the_always_key_is_there_only_when_an_entry_loads_in_it():
@@ -99,7 +102,8 @@ def test_explain_reports_the_always_pool_and_its_ledger():
     assert got.ledgers["always"] == Ledger("always", max_tokens=0, max_entries=0, tokens_used=0,
                                            selected=0, always=3, always_tokens=15,
                                            skipped_tokens=0, skipped_entries=0)
-    assert list(got.ledgers) == ["tasks", "always"]
+    assert list(got.ledgers) == ["always", "tasks"]
+    assert list(got.loaded()) == ["always", "tasks"]
     assert {k: [d.entry["id"] for d in v] for k, v in got.loaded().items()} == ids(
         retrieve_pools(STORE, TASKS, now=NOW, always_pool=True))
     without = explain_pools(STORE, TASKS, now=NOW)
@@ -157,6 +161,18 @@ def test_the_ceiling_counts_the_always_pool_on_every_path(path, engine):
         "tasks": ["task-fix", "t1"]}
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("path", PATHS)
+def test_the_always_pool_is_listed_first_on_every_path(path, engine):
+    pools = [Pool("notes", max_tokens=2, max_entries=1, types=("note",)), *TASKS]
+    got = every_entry_point(STORE, pools, engine, always_pool=True)[path]()
+    assert list(got.items()) == [("always", ["fix-1", "fix-3"]), ("notes", ["fix-2", "n1"]),
+                                 ("tasks", ["task-fix", "t1"])]
+    # a caller's own pool named "always" (without the option) keeps its place
+    own = [*TASKS, Pool("always", max_tokens=10, max_entries=2)]
+    assert list(every_entry_point(STORE, own, engine)[path]()) == ["tasks", "always"]
+
+
 def test_the_ceiling_counts_the_always_pool():
     with pytest.raises(AlwaysScopeOverflowError) as caught:
         retrieve_pools(STORE, TASKS, now=NOW, max_always_tokens=15, always_pool=True)
@@ -211,7 +227,7 @@ def test_every_active_correction_loads_exactly_once_and_the_other_pools_do_not_c
                              and is_active(e))
     # the caller's pools are exactly what they are without the option
     rest = unpooled(store, pools, is_active)
-    assert list(got) == list(plain) + (["always"] if rest else [])
+    assert list(got) == (["always"] if rest else []) + list(plain)
     assert identities({k: got[k] for k in plain}) == identities(plain)
     if rest:
         assert [id(e) for e in got["always"]] == [id(e) for e in rest]
@@ -219,6 +235,7 @@ def test_every_active_correction_loads_exactly_once_and_the_other_pools_do_not_c
     explained = explain_pools(store, pools, context, now=now, always_pool=True, **fns)
     assert identities({k: [d.entry for d in v] for k, v in explained.loaded().items()}) == \
         identities(got)
+    assert list(explained.ledgers) == list(explained.loaded()) == list(got)
     plain_decisions = explain_pools(store, pools, context, now=now, **fns).decisions
     for d, p in zip(explained.decisions, plain_decisions):
         if d.pool == "always":
@@ -261,6 +278,7 @@ def test_a_prepared_store_answers_what_the_functions_answer(
     want = retrieve_pools(kept, pools, context, now=now, always_pool=True)
     got = prepared.retrieve_pools(pools, context, now=now, where=where, always_pool=True)
     assert identities(got) == identities(want)
+    assert list(got) == list(want)  # the always pool first, on every path
 
     want = explain_pools(kept_and_included, pools, context, now=now, always_pool=True)
     decided = prepared.decide(pools, context, now=now, where=where, include=keep,
@@ -271,5 +289,6 @@ def test_a_prepared_store_answers_what_the_functions_answer(
     assert identities({k: [d.entry for d in v] for k, v in decided.items()}) == identities(
         {k: [d.entry for d in v] for k, v in want.loaded().items()})
     assert explained.ledgers == want.ledgers
+    assert list(decided) == list(explained.ledgers) == list(want.ledgers)
     assert [(d.outcome, d.pool, d.score, d.cost, d.rank) for d in explained.decisions] == [
         (d.outcome, d.pool, d.score, d.cost, d.rank) for d in want.decisions]

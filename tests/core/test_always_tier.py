@@ -86,6 +86,14 @@ def test_an_always_tier_over_the_ceiling_raises_naming_every_loaded_correction(p
     assert "old-fix" not in str(err)  # an inactive correction costs nothing
 
 
+def test_an_overflow_of_one_token_says_token_not_tokens():
+    fix = {"id": "fix", "scope": "always", "token_count": 1}
+    with pytest.raises(AlwaysScopeOverflowError) as caught:
+        retrieve([fix], Pool("all", max_tokens=5, max_entries=5), max_always_tokens=0)
+    assert str(caught.value).startswith(
+        "always-scope entries cost 1 token, more than max_always_tokens=0: ")
+
+
 def test_retrieve_takes_the_ceiling_for_its_one_pool():
     pool = Pool("all", max_tokens=5, max_entries=5)
     assert [e["id"] for e in retrieve(STORE, pool, now=NOW, max_always_tokens=9)][:2] == [

@@ -20,6 +20,7 @@ from poolsplit_core.plan import (
     Rate,
     best_entry_coverage,
     coverage,
+    format_plan,
     load_pools,
     plan_pools,
     pools_from_json,
@@ -208,6 +209,34 @@ def test_plans_never_exceed_the_total_budget(store, queries, tokens, entries, de
     assert all(p.max_entries >= depth for p in plan.pools if p.max_tokens)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stores(max_size=40), st.lists(contexts, min_size=1, max_size=6), st.integers(1, 2000),
+       st.one_of(st.none(), st.integers(1, 30)), st.integers(1, 3), st.booleans())
+def test_a_plan_spends_its_whole_budget_and_its_curve_repeats_no_budget(store, queries, tokens,
+                                                                       entries, depth, merge):
+    try:
+        plan = plan_pools(store, queries, tokens, total_entries=entries, depth=depth,
+                          now=NOW, holdout=0, merge=merge)
+    except ValueError as exc:
+        assert any(word in str(exc) for word in ("nothing", "total_entries"))
+        return
+    assert sum(p.max_tokens for p in plan.pools) == tokens - plan.always_tokens
+    assert f"{tokens - plan.always_tokens} in {len(plan.pools)} pool" in format_plan(plan)
+    totals = [point.total_tokens for point in plan.curve]
+    assert totals == sorted(set(totals))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_budget_beyond_full_coverage_is_headroom_in_every_pool(seed):
+    # With far more tokens than every entry needs, each pool keeps tokens beyond what its
+    # dearest query needs (tomorrow's longer entry fits), and every query is still covered.
+    store, queries = seeded_store(seed, size=60), seeded_queries(seed + 300, 12)
+    full = plan_pools(store, queries, 10**5, now=NOW, holdout=0)
+    for kind, t in full.types.items():
+        assert t.predicted.hits == len(queries) and t.margin > 0
+        assert loaded_hits(store, full.pools, queries, kind, 1, NOW) == len(queries)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_smallest_budget_for_the_target_reaches_it_and_one_token_less_does_not(seed):
     store, queries = seeded_store(seed), seeded_queries(seed, 20)
@@ -232,7 +261,9 @@ def test_max_min_fairness_covers_every_type_before_any_type_fully():
              {"id": "b1", "type": "b", "token_count": 30, "content": "gamma"}]
     queries = [{"message": "alpha"}, {"message": "beta"}]
     plan = plan_pools(store, queries, 45, now=NOW, holdout=0)
-    assert {k: t.max_tokens for k, t in plan.types.items()} == {"a": 10, "b": 30}
+    assert {k: t.predicted.hits for k, t in plan.types.items()} == {"a": 1, "b": 2}
+    # The 5 tokens no step can use are headroom, in proportion to 10 and 30: 1.25 and 3.75.
+    assert {k: t.max_tokens for k, t in plan.types.items()} == {"a": 11, "b": 34}
     assert (plan.lowest, plan.mean) == (0.5, 0.75)
     assert not plan.reached and plan.tokens_for_target == 50
     # Budgets that are met exactly are enough: 40 for the fair level, 50 for everything.

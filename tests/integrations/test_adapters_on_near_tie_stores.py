@@ -3,11 +3,11 @@
 Each seed draws a near-tie store (``tests/core/strategies.py``), pools, a
 context, a time, a tenant filter and a cap ``k``; the LangChain and the
 LlamaIndex retriever must return exactly what the reference loads over the
-entries the filter keeps, flattened as the adapters promise (every pool's
-always-scope entries first, then the corrections no pool takes, under
-``always``, then the contextual ones pool by pool, ``k``
-round-robin): same ids, pools, scores and always flags, text and metadata
-carried through unchanged. The seeds are fixed: the same stores every run.
+entries the filter keeps, flattened as the adapters promise (the corrections
+no pool takes first, under ``always``, then every pool's always-scope entries,
+then the contextual ones pool by pool, ``k`` round-robin): same ids, pools,
+scores and always flags, text and metadata carried through unchanged. The
+seeds are fixed: the same stores every run.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def expected(store: list[dict[str, Any]], pools: list[Any], context: dict[str, A
     # every correction loads: one no pool takes, under "always", in store order
     unpooled = [i for i, d in enumerate(decisions)
                 if d[0] == "no_pool" and kept[i].get("scope") == "always"]
-    always += [("always", (rank, i, None, True)) for rank, i in enumerate(unpooled)]
+    always = [("always", (rank, i, None, True)) for rank, i in enumerate(unpooled)] + always
     contextual = [[(name, h) for h in hits if not h[3]] for name, hits in loaded.items()]
     if k is not None:  # round-robin over the pools, each pool's best first
         keep = [0] * len(contextual)

@@ -562,8 +562,7 @@ def test_fields_named_by_langchain_are_left_to_langchain() -> None:
 def test_docstring_examples_run_and_print_what_they_say(
     component: type, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocks = re.findall(r"\.\. code-block:: python\n\n((?:[ ]{12}.*\n|\n)+)",
-                        component.__doc__ or "")
+    blocks = re.findall(r"^[ ]*```python\n(.*?)^[ ]*```$", component.__doc__ or "", re.M | re.S)
     assert len(blocks) >= 2
     namespace: dict[str, Any] = {}
     for block in blocks:
@@ -596,3 +595,69 @@ def test_import_without_langchain_names_the_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delitem(sys.modules, "poolsplit_integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install 'poolsplit\[langchain\]'"):
         __import__("poolsplit_integrations.langchain")
+
+
+# --------------------------------------------------------------------------
+# A query that is not a str: say what invoke takes and how a chain maps a dict
+# --------------------------------------------------------------------------
+
+CHAIN_HINT = (r"in a chain whose input is a dict, pick the query out first:"
+              r" itemgetter\('question'\) \| retriever \(from operator import itemgetter\)")
+
+
+def test_a_dict_query_is_refused_saying_invoke_takes_the_query_string_and_how_to_map_it():
+    import asyncio
+    from operator import itemgetter
+
+    retriever = PoolSplitRetriever(documents=make_store(), pools=POOLS, now=NOW)
+    asked = {"question": "deploy", "history": []}
+    for call, run in (("invoke", lambda: retriever.invoke(asked)),
+                      ("ainvoke", lambda: asyncio.run(retriever.ainvoke(asked))),
+                      ("invoke", lambda: retriever.batch([asked]))):
+        with pytest.raises(TypeError, match=(
+                rf"^PoolSplitRetriever\.{call}\(\) takes the query as a str, got dict"
+                rf" \{{'question': 'deploy', 'history': \[\]\}}; {CHAIN_HINT}$")):
+            run()
+    # the fix the message names works
+    chain = itemgetter("question") | retriever
+    assert [d.id for d in chain.invoke(asked)] == [d.id for d in retriever.invoke("deploy")]
+    assert retriever.invoke("deploy")  # and compared something
+
+
+def test_a_query_of_another_kind_is_refused_naming_the_call_and_what_it_got():
+    import asyncio
+
+    from langchain_core.messages import HumanMessage
+
+    retriever = PoolSplitRetriever(documents=make_store(), pools=POOLS, now=NOW)
+    with pytest.raises(TypeError, match=r"^PoolSplitRetriever\.invoke\(\) takes the query as a"
+                                        r" str, got NoneType None$"):
+        retriever.invoke(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"invoke\(\) takes the query as a str, got HumanMessage"
+                                        r" .*; pass its text, \.content$"):
+        retriever.invoke(HumanMessage("deploy"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^PoolSplitRetriever\.explain\(\) takes the query as a"
+                                        r" str, got dict \{'question': 'x'\}; pass the query"
+                                        r" itself, e.g. query\['question'\]$"):
+        retriever.explain({"question": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^PoolSplitRetriever\.aexplain\(\) takes the query"):
+        asyncio.run(retriever.aexplain(["deploy"]))  # type: ignore[arg-type]
+    long = {"question": "x" * 200}
+    with pytest.raises(TypeError) as caught:
+        retriever.invoke(long)  # type: ignore[arg-type]
+    assert len(str(caught.value)) < 300 and "..." in str(caught.value)
+
+
+def test_the_compressor_refuses_a_query_that_is_not_a_str_naming_the_call():
+    import asyncio
+
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW)
+    docs = make_store()[1:3]
+    for run in (lambda: compressor.compress_documents(docs, {"question": "deploy"}),
+                lambda: asyncio.run(compressor.acompress_documents(docs, {"question": "deploy"}))):
+        with pytest.raises(TypeError, match=(
+                r"^PoolSplitCompressor\.compress_documents\(\) takes the query as a str, got"
+                r" dict \{'question': 'deploy'\}; pass the query itself, e.g."
+                r" query\['question'\]$")):
+            run()
+    assert compressor.compress_documents(docs, "deploy")

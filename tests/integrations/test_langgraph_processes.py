@@ -124,7 +124,7 @@ def test_an_unreachable_database_is_a_clear_error_and_nothing_is_kept(mine, post
     with pytest.raises(ConnectionError, match=r"could not read namespace \('memories', "):
         store.retrieve_pools(NS, POOLS)  # no older copy answers in the database's place
     assert store._views == {}
-    with pytest.raises(ConnectionError, match=r"cannot reach the PostgreSQL server at"
+    with pytest.raises(ConnectionError, match=r"cannot connect to the PostgreSQL server at"
                                               r" postgresql://poolsplit:\*\*\*@"):
         with PoolSplitStore.from_conn_string(
                 "postgresql://poolsplit:secret@/nowhere?host=/nonexistent-socket-dir"):

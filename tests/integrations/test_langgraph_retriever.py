@@ -114,11 +114,34 @@ async def test_ainvoke_fills_the_namespace_too():
     assert docs[0].metadata["namespace"] == ("memories", "ana")
 
 
+def test_a_dict_query_is_refused_saying_invoke_takes_the_query_string_and_how_to_map_it():
+    import asyncio
+    from operator import itemgetter
+
+    memories = retriever(filled())
+    config = {"configurable": {"user_id": "ana"}}
+    asked = {"question": "deploy"}
+    for call, run in (("invoke", lambda: memories.invoke(asked, config)),
+                      ("ainvoke", lambda: asyncio.run(memories.ainvoke(asked, config)))):
+        with pytest.raises(TypeError, match=(
+                rf"^PoolSplitStoreRetriever\.{call}\(\) takes the query as a str, got dict"
+                r" \{'question': 'deploy'\}; in a chain whose input is a dict, pick the query out"
+                r" first: itemgetter\('question'\) \| retriever \(from operator import"
+                r" itemgetter\)$")):
+            run()
+    chain = itemgetter("question") | memories
+    got = [d.metadata["key"] for d in chain.invoke(asked, config)]
+    assert got == [d.metadata["key"] for d in memories.invoke("deploy", config)] and got
+
+
 def test_bad_options_are_refused_by_name():
     with pytest.raises(ValueError, match="k must be >= 0"):
         retriever(filled(), k=-1)
-    with pytest.raises(TypeError, match="namespace must be a non-empty tuple"):
+    with pytest.raises(TypeError, match=r"namespace must be a tuple of str labels, got the str"
+                                        r" 'memories', .* pass \('memories',\)"):
         PoolSplitStoreRetriever(store=filled(), namespace="memories", pools=POOLS)
+    with pytest.raises(TypeError, match="namespace must be a non-empty tuple"):
+        PoolSplitStoreRetriever(store=filled(), namespace=(), pools=POOLS)
     with pytest.raises(ValueError, match="extra"):
         PoolSplitStoreRetriever(store=filled(), namespace=("m",), pools=POOLS, top_k=3)
 

@@ -17,9 +17,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
+from poolsplit_core import CORRECTIONS_HEADING, render_pools
 from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations._entries import item_to_entry
-from poolsplit_integrations.langgraph import PoolSplitStore
+from poolsplit_integrations.langgraph import PoolSplitStore, PoolSplitStoreRetriever, item_entry
 from tests.reference import ref_retrieve_pools
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -96,13 +97,13 @@ def keys(got):
 def ref_with_always_pool(entries, pools, context, *, now):
     """The reference's answer with the core's ``always_pool=True``, which the store passes.
 
-    The pool ``"always"`` comes last: every type, no room for contextual entries (so only
-    the corrections no earlier pool took), and present only when it loads one.
+    The pool ``"always"`` is filled last: every type, no room for contextual entries (so
+    only the corrections no earlier pool took), and present only when it loads one; it is
+    listed first.
     """
     got = ref_retrieve_pools(entries, [*pools, Pool("always", 0, 0)], context, now=now)
-    if not got["always"]:
-        del got["always"]
-    return got
+    always = got.pop("always")
+    return {"always": always, **got} if always else got
 
 
 # --------------------------------------------------------------------------
@@ -208,6 +209,7 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
         expected = ref_with_always_pool(entries, pools, context, now=NOW)
         assert keys(got) == {name: [e["id"] if isinstance(e["id"], str) else e["id"][-1]
                                     for e in picked] for name, picked in expected.items()}
+        assert list(got) == list(expected)  # the always pool first: corrections lead
         # ... and those entries are exactly the store's items, mapped.
         bare = [item_to_entry(i.namespace, i.key, i.value, created_at=i.created_at,
                               read_from=NS) for i in all_items(bare_store, NS)]
@@ -225,6 +227,26 @@ def test_pool_split_reads_match_the_reference_over_the_store_s_items(bare_store,
             wrapped.delete(NS, victim)
             wrapped.put(NS, f"m{next_key}", make_value(rng))
             next_key += 1
+
+
+def test_a_result_renders_every_correction_first_as_the_text_the_core_scored(bare_store):
+    wrapped = PoolSplitStore(bare_store)
+    wrapped.put(NS, "t1", {"content": "deploy the api", "type": "task"})
+    wrapped.put(NS, "fix", {"content": "Deploy with just.", "type": "task", "scope": "always"})
+    wrapped.put(NS, "rule", {"content": "Ask first.", "type": "lesson", "scope": "always"})
+    wrapped.put(NS, "f1", {"kind": "fact", "content": {"staging db": "pg-2"}})
+    pools = [Pool("tasks", 100, 5, ("task",)), Pool("facts", 100, 5, ("fact",))]
+    text = (f"## {CORRECTIONS_HEADING}\n- Ask first.\n- Deploy with just.\n\n"
+            "## tasks\n- deploy the api\n\n## facts\n- staging db: pg-2")
+    got = wrapped.retrieve_pools(NS, pools, {"message": "deploy"}, now=NOW)
+    assert list(got) == ["always", "tasks", "facts"]  # "rule": a type no pool takes
+    assert render_pools(got, entry=item_entry) == text
+    assert got["facts"][0].value == {"kind": "fact", "content": {"staging db": "pg-2"}}
+    why = wrapped.explain_pools(NS, pools, {"message": "deploy"}, now=NOW)
+    assert list(why.ledgers) == ["always", "tasks", "facts"]
+    assert render_pools(why.loaded(), ledgers=why.ledgers) == text  # nothing left out
+    got = asyncio.run(wrapped.aretrieve_pools(NS, pools, {"message": "deploy"}, now=NOW))
+    assert render_pools(got, entry=item_entry) == text
 
 
 def test_a_deeper_namespace_s_equal_key_is_its_own_entry(bare_store):
@@ -372,6 +394,86 @@ def test_bad_arguments_are_refused_by_name(bare_store):
         wrapped.retrieve_pools(("memories", "a.b"), [Pool("all", 10, 1)])
     with pytest.raises(TypeError, match="tuple of str"):
         wrapped.retrieve_pools("memories", [Pool("all", 10, 1)])  # type: ignore[arg-type]
+
+
+STR_REFUSED = (r"namespace must be a tuple of str labels, got the str 'mem/ana', which a"
+               r" LangGraph store reads as one label per character: pass \('mem', 'ana'\)"
+               r" \(or \('mem/ana',\) for one label\)")
+
+
+def str_namespace_calls(store):
+    """Every call of the store that takes a namespace, each given the str ``"mem/ana"``."""
+    ns, pools = "mem/ana", [Pool("all", 10, 1)]
+    sync = {
+        "put": lambda: store.put(ns, "k", {"content": "x"}),
+        "put None": lambda: store.put(ns, "k", None),
+        "get": lambda: store.get(ns, "k"),
+        "search": lambda: store.search(ns),
+        "delete": lambda: store.delete(ns, "k"),
+        "list_namespaces prefix": lambda: store.list_namespaces(prefix=ns),
+        "list_namespaces suffix": lambda: store.list_namespaces(suffix=ns),
+        "batch put": lambda: store.batch([PutOp(NS, "ok", {"content": "x"}),
+                                          PutOp(ns, "k", {"content": "x"})]),
+        "batch get": lambda: store.batch([GetOp(ns, "k")]),
+        "batch search": lambda: store.batch([SearchOp(ns, None, 5, 0)]),
+        "batch list": lambda: store.batch(
+            [ListNamespacesOp((MatchCondition("prefix", ns),), None, 10, 0)]),
+        "retrieve_pools": lambda: store.retrieve_pools(ns, pools),
+        "explain_pools": lambda: store.explain_pools(ns, pools),
+        "entries": lambda: store.entries(ns),
+        "refresh": lambda: store.refresh(ns),
+    }
+    run = asyncio.run
+    awaited = {
+        "aput": lambda: run(store.aput(ns, "k", {"content": "x"})),
+        "aget": lambda: run(store.aget(ns, "k")),
+        "asearch": lambda: run(store.asearch(ns)),
+        "adelete": lambda: run(store.adelete(ns, "k")),
+        "alist_namespaces": lambda: run(store.alist_namespaces(prefix=ns)),
+        "abatch": lambda: run(store.abatch([PutOp(ns, "k", {"content": "x"})])),
+        "aretrieve_pools": lambda: run(store.aretrieve_pools(ns, pools)),
+        "aexplain_pools": lambda: run(store.aexplain_pools(ns, pools)),
+    }
+    return {**sync, **awaited}
+
+
+@pytest.mark.parametrize("call", list(str_namespace_calls(None)))
+def test_a_str_namespace_is_refused_alike_by_every_write_and_read(bare_store, call):
+    wrapped = PoolSplitStore(bare_store)
+    with pytest.raises(TypeError, match=STR_REFUSED.replace("namespace must", ".*must")):
+        str_namespace_calls(wrapped)[call]()
+    assert bare_store.list_namespaces() == []  # nothing was written, not even a batch's first op
+
+
+def test_the_bare_store_would_file_a_str_namespace_where_no_tuple_finds_it(bare_store):
+    # why the wrapper refuses: LangGraph's stores read the str as one label per character
+    bare_store.put("mem/ana", "k", {"content": "x"})  # type: ignore[arg-type]
+    assert bare_store.get(("mem", "ana"), "k") is None
+    assert bare_store.get(("mem/ana",), "k") is None
+    filed = bare_store.get("mem/ana", "k")  # type: ignore[arg-type]
+    assert tuple(filed.namespace) == ("m", "e", "m", "/", "a", "n", "a")
+
+
+def test_a_str_namespace_is_refused_naming_the_argument_and_the_tuple_to_pass(bare_store):
+    wrapped = PoolSplitStore(bare_store)
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        wrapped.put("mem/ana", "k", {"content": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        wrapped.retrieve_pools("mem/ana", [Pool("all", 10, 1)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED.replace("namespace", "namespace_prefix", 1)):
+        wrapped.search("mem/ana")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"batch\(\) op 1: namespace must be a tuple"):
+        wrapped.batch([PutOp(NS, "ok", {"content": "x"}), PutOp("mem/ana", "k", {})])
+    with pytest.raises(TypeError, match=r"got the str 'memories', .* pass \('memories',\)$"):
+        wrapped.put("memories", "k", {"content": "x"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got the str 'm\.ana', .* pass \('m', 'ana'\)$"):
+        wrapped.get("m.ana", "k")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=STR_REFUSED):
+        PoolSplitStoreRetriever(store=wrapped, namespace="mem/ana", pools=[Pool("all", 10, 1)])
+    # a tuple is what every call takes
+    wrapped.put(("mem", "ana"), "k", {"content": "x"})
+    assert [i.key for i in wrapped.retrieve_pools(("mem", "ana"), [Pool("all", 10, 1)])["all"]
+            ] == ["k"]
 
 
 # --------------------------------------------------------------------------

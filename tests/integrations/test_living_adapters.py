@@ -340,16 +340,16 @@ def test_llamaindex_with_filter_refuses_a_blank_required_key() -> None:
 
 def expected_ids(model: list[dict[str, Any]], pools: list[Pool], context: dict[str, Any],
                  where: dict[str, Any] | None) -> list[str]:
-    """The reference's answer in adapter order: corrections of every pool, then each pool."""
+    """The reference's answer in adapter order: every correction, then each pool's picks."""
     kept = [e for e in model if all(k in e and e[k] == v for k, v in (where or {}).items())]
     got = ref_retrieve_pools(kept, pools, context, now=NOW)
     always = [e["id"] for p in pools for e in got[p.name] if e.get("scope") == "always"]
     loaded = {id(e) for picked in got.values() for e in picked}
-    # every correction loads: one no pool takes comes after the pools' own, in store order
+    # every correction loads: those no pool takes (the always pool) first, in store order
     unpooled = [e["id"] for e in kept if e.get("scope") == "always" and ref_default_is_active(e)
                 and id(e) not in loaded]
     rest = [e["id"] for p in pools for e in got[p.name] if e.get("scope") != "always"]
-    return always + unpooled + rest
+    return unpooled + always + rest
 
 
 @pytest.mark.parametrize("seed", range(12))

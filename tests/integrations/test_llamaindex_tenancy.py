@@ -225,14 +225,51 @@ def test_postprocessor_and_memory_block_refuse_without_the_required_key():
                                   require_filter_keys=("user_id",))
     with pytest.raises(ValueError, match="user_id"):
         post.postprocess_nodes([NodeWithScore(node=nodes[2], score=1.0)], query_str="deploy")
-    block = PoolSplitMemoryBlock(store=nodes, pools=POOLS, now=NOW,
-                                 require_filter_keys=("user_id",))
-    with pytest.raises(ValueError, match="user_id"):
-        block.render("deploy")
+    with pytest.raises(ValueError, match=r"PoolSplitMemoryBlock requires a filter on"
+                                         r" \['user_id'\]; its filter \{\} lacks \['user_id'\]"):
+        PoolSplitMemoryBlock(store=nodes, pools=POOLS, now=NOW, require_filter_keys=("user_id",))
     post.filter = {"user_id": "a"}
     got = post.postprocess_nodes([NodeWithScore(node=n, score=1.0) for n in nodes[2:]],
                                  query_str="deploy")
     assert ids(got) == ["fix-a", "task-a"]
+
+
+def test_a_memory_block_over_several_users_is_refused_at_construction_saying_how_to_bind_one():
+    # Memory.get() takes no config: a block that names no user could never render, so the
+    # refusal comes when it is built, with LlamaIndex's ways to name the user
+    shared = shared_retriever(require_filter_keys=None)  # several users: user_id is required
+    with pytest.raises(ValueError) as caught:
+        PoolSplitMemoryBlock(store=shared, pools=POOLS, now=NOW)
+    said = str(caught.value)
+    assert ("this PoolSplitMemoryBlock requires a filter on ['user_id']; its filter {} lacks"
+            " ['user_id']; build the block with filter={'user_id': '<user>'}, or give it"
+            " store=retriever.with_filter({'user_id': '<user>'}); its memories carry 'user_id'"
+            " (require_filter_keys=() shares them with every caller)") in said
+    assert "configurable" not in said  # LlamaIndex's Memory has no config to name a user in
+    with pytest.raises(ValueError, match=r"build the block with filter=\{'user_id': '<user>'\}"
+                                         r" \(one block per user's Memory\)"):
+        PoolSplitMemoryBlock(store=tenant_nodes(), pools=POOLS, now=NOW)
+    # each way it names binds the block to one user
+    for block in (PoolSplitMemoryBlock(store=shared.with_filter({"user_id": "b"}), pools=POOLS,
+                                       now=NOW),
+                  PoolSplitMemoryBlock(store=shared, pools=POOLS, now=NOW,
+                                       filter={"user_id": "b"}),
+                  PoolSplitMemoryBlock(store=tenant_nodes(), pools=POOLS, now=NOW,
+                                       token_counter=words, filter={"user_id": "b"})):
+        text = block.render("deploy release")
+        assert "always tag the release" in text and "never deploy on friday" not in text
+
+
+def test_a_memory_block_whose_store_gains_users_later_refuses_to_render_saying_how():
+    from poolsplit_core import PreparedStore
+
+    store = PreparedStore([{"id": "n", "content": "deploy notes"}])
+    block = PoolSplitMemoryBlock(store=store, pools=POOLS, now=NOW)  # one user's store: fine
+    assert "deploy notes" in block.render("deploy")
+    store.add({"id": "b1", "content": "deploy b", "user_id": "b"})
+    with pytest.raises(ValueError, match=r"lacks \['user_id'\]; build the block with"
+                                         r" filter=\{'user_id': '<user>'\}"):
+        block.render("deploy")
 
 
 @pytest.mark.asyncio

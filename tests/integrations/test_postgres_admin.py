@@ -165,6 +165,11 @@ def test_setup_installs_reports_and_a_second_run_changes_nothing(with_store):
     code, out, err = run("setup", with_store)
     assert (code, err) == (0, "")
     assert "version 1, already installed" in out and "(already)" in out
+    assert "set up already by this release: no row re-checked (run: poolsplit-postgres" \
+        " recheck)" in out
+    assert installed_objects(with_store) == first
+    code, out, err = run("recheck", with_store)
+    assert (code, err) == (0, "")
     assert "rows given readings: 0" in out
     assert installed_objects(with_store) == first
 
@@ -223,12 +228,24 @@ def test_status_exit_codes_follow_what_is_installed_kept_and_stale(with_store):
         status = read_status(conn)
         assert (status.rows, status.missing, status.stale) == (len(VALUES) + 1, 1, 1)
         assert status.installed and status.kept and not status.ok
-    assert run("status", with_store)[0] == 1
+    code, out, _ = run("status", with_store)
+    assert code == 1 and "status: to do (run: poolsplit-postgres recheck)" in out
 
-    # setup fills in the missing reading and repairs the stale one
-    assert "rows given readings: 2" in run("setup", with_store)[1]
+    # setup, done for this release, leaves them; recheck fills in the missing reading
+    # and repairs the stale one
+    assert "no row re-checked" in run("setup", with_store)[1]
+    assert run("status", with_store)[0] == 1
+    assert "rows given readings: 2" in run("recheck", with_store)[1]
     assert run("status", with_store)[0] == 0
+    assert "rows given readings: 0" in run("recheck", with_store)[1]
+
+    with connect(with_store) as conn:  # set up by another release: setup runs in full again
+        conn.execute("UPDATE poolsplit_v1.setup_done SET digest = 'an older release'")
+    code, out, _ = run("status", with_store)
+    assert code == 1 and "; setup not finished by this release" in out
+    assert "status: to do (run: poolsplit-postgres setup)" in out
     assert "rows given readings: 0" in run("setup", with_store)[1]
+    assert run("status", with_store)[0] == 0
 
 
 def test_status_without_the_store_table_exits_1(database):

@@ -28,7 +28,6 @@ import json
 import random
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -45,6 +44,7 @@ from psycopg.rows import dict_row
 
 import poolsplit_integrations.langgraph as lg
 from poolsplit_core.poolsplit import Pool
+from poolsplit_integrations._throwaway import embedded_postgres, throwaway_server
 from poolsplit_integrations.langgraph import PoolSplitStore, PoolSplitStoreRetriever
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -451,9 +451,7 @@ class Killable:
         return (Path(self.server.pgdata) / "postmaster.pid").exists()
 
     def stop(self, mode: str = "immediate") -> None:
-        from embedded_postgres import pg_ctl
-
-        pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.server.pgdata,
+        embedded_postgres().pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.server.pgdata,
                user=self.server.system_user, timeout=30)
         assert not self.running()
 
@@ -465,15 +463,9 @@ class Killable:
 
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[Killable]:
-    import embedded_postgres
-
-    # A short path: the server's socket lives in its data directory when it fits.
-    with tempfile.TemporaryDirectory(prefix="pskill") as parent:
-        server = embedded_postgres.get_server(Path(parent) / "data", cleanup_mode="delete")
-        try:
-            yield Killable(server)
-        finally:
-            server.cleanup()
+    # A short prefix: the server's socket lives in its data directory when it fits.
+    with throwaway_server(prefix="pskill") as server:
+        yield Killable(server)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from psycopg.rows import dict_row
 
 import poolsplit_integrations._standby as standby_module
 from poolsplit_core.poolsplit import Pool
+from poolsplit_integrations._throwaway import embedded_postgres, start_server
 from poolsplit_integrations.langgraph import PoolSplitStore, StoreExplanation
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -95,9 +96,7 @@ class Replicated:
         return (Path(self.standby.pgdata) / "postmaster.pid").exists()
 
     def stop_standby(self) -> None:
-        from embedded_postgres import pg_ctl
-
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.standby.pgdata,
+        embedded_postgres().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.standby.pgdata,
                user=self.standby.system_user, timeout=30)
         assert not self.standby_running()
 
@@ -130,13 +129,12 @@ def _own(path: Path, user: str | None) -> None:
 
 @pytest.fixture(scope="module")
 def replicated() -> Iterator[Replicated]:
-    import embedded_postgres
-
+    embedded = embedded_postgres()
     # Short paths: each server's Unix socket lives in its data directory.
     parent = Path(tempfile.mkdtemp(prefix="psr"))
     primary = standby = None
     try:
-        primary = embedded_postgres.get_server(parent / "p", cleanup_mode="delete")
+        primary = start_server(parent / "p")
         user = primary.system_user
         with open(primary.pgdata / "postgresql.conf", "a") as conf:
             conf.write("\n# streaming replication to a hot standby (the standby tests)\n"
@@ -146,7 +144,7 @@ def replicated() -> Iterator[Replicated]:
         if "local   replication     all" not in hba.read_text():
             with open(hba, "a") as lines:
                 lines.write("\nlocal replication all trust\n")
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=primary.pgdata,
+        embedded.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=primary.pgdata,
                                  user=user, timeout=30)
         with primary._lock:
             primary.ensure_postgres_running()
@@ -156,7 +154,7 @@ def replicated() -> Iterator[Replicated]:
         data = parent / "s"
         data.mkdir(mode=0o700)
         _own(data, user)
-        embedded_postgres.pg_basebackup(
+        embedded.pg_basebackup(
             ["-D", str(data), "-R", "-X", "stream", "-c", "fast", "-d",
              f"host={info.socket_dir} port={info.port} user=postgres"
              f" application_name={APPLICATION}"], user=user, timeout=60)
@@ -165,7 +163,7 @@ def replicated() -> Iterator[Replicated]:
             (data / name).unlink(missing_ok=True)
         assert (data / "standby.signal").exists()
         assert APPLICATION in (data / "postgresql.auto.conf").read_text()
-        standby = embedded_postgres.get_server(data, cleanup_mode="delete")
+        standby = start_server(data)
         made = Replicated(primary, standby)
         assert made.on_standby("SELECT pg_is_in_recovery() AS r")["r"] is True
         yield made

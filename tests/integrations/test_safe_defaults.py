@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from typing import Any
 
 import pytest
@@ -46,7 +47,7 @@ NO_USER = [None, "", "   ", False, 0, ["ana"]]
 
 def expected_ids(store: list[dict[str, Any]], message: str,
                  where: dict[str, Any] | None) -> list[str]:
-    """The reference in adapter order: every pool's corrections, the unpooled ones, the rest."""
+    """The reference in adapter order: the unpooled corrections, every pool's, the rest."""
     kept = [e for e in store if matches(where or {}, e)]
     got = ref_retrieve_pools(kept, POOLS, {"message": message}, now=NOW)
     loaded = {id(e) for picked in got.values() for e in picked}
@@ -54,7 +55,7 @@ def expected_ids(store: list[dict[str, Any]], message: str,
     unpooled = [e["id"] for e in kept if e.get("scope") == "always" and ref_default_is_active(e)
                 and id(e) not in loaded]
     rest = [e["id"] for p in POOLS for e in got[p.name] if e.get("scope") != "always"]
-    return always + unpooled + rest
+    return unpooled + always + rest
 
 
 def make_store(rng: random.Random, round_: int, size: int = 30) -> list[dict[str, Any]]:
@@ -149,7 +150,7 @@ def run(kind: str, built: dict[str, Any], store: list[dict[str, Any]], tenant: s
                   if i.value.get("scope") == "always"]
         rest = [(order[name], i.key) for name, items in got.items() for i in items
                 if i.value.get("scope") != "always"]
-        # adapter order: the pools' corrections, then "always", then each pool's picks
+        # adapter order: the corrections in the result's order ("always" first), then the picks
         return [key for _, key in sorted(always, key=lambda a: a[0])] + [
             key for _, key in rest]
     if kind == "lg-retriever":  # one namespace per user, filled from the run's config
@@ -296,7 +297,39 @@ def test_a_query_naming_no_user_is_refused_with_a_message_that_says_how() -> Non
     with pytest.raises(ValueError) as caught:
         retriever.invoke("deploy")
     text = str(caught.value)
-    assert "user_id" in text and "configurable" in text and "require_filter_keys=()" in text
+    # what is missing, each way this component's caller names a user, and the way out
+    assert text.startswith("this PoolSplitRetriever requires a filter on ['user_id']; its"
+                           " filter {} lacks ['user_id']; ")
+    for way in ("filter={'user_id': '<user>'}", "config={'configurable': {'user_id': '<user>'}}",
+                "with_filter(", "require_filter_keys=()"):
+        assert way in text, way
+    assert "\n" not in text and len(text) < 300, (len(text), text)
+
+
+def test_each_component_says_its_own_ways_to_name_a_user_briefly() -> None:
+    docs = [Document(id=u, page_content="deploy", metadata={"user_id": u}) for u in USERS]
+    nodes = [TextNode(id_=u, text="deploy", metadata={"user_id": u}) for u in USERS]
+    shared = li.PoolSplitRetriever(nodes=nodes, pools=POOLS, now=NOW)
+    calls = {  # component: (the refused call, the way it names a user)
+        "lc-compressor": (lambda: lc.PoolSplitCompressor(pools=POOLS, pinned=docs, now=NOW)
+                          .compress_documents([], "deploy"), "build it with filter="),
+        "li-retriever": (lambda: shared.retrieve("deploy"), "with_filter({'user_id': '<user>'})"),
+        "li-postprocessor": (lambda: li.PoolSplitPostprocessor(pools=POOLS, pinned=nodes, now=NOW)
+                             .postprocess_nodes([], query_str="deploy"), "build it with filter="),
+        "li-block": (lambda: li.PoolSplitMemoryBlock(store=shared, pools=POOLS, now=NOW),
+                     "store=retriever.with_filter({'user_id': '<user>'})"),
+    }
+    for kind, (call, way) in calls.items():
+        with pytest.raises(ValueError) as caught:
+            call()
+        # (a refusal at construction comes inside pydantic's ValidationError: its line)
+        found = re.search(r"this \w+ requires a filter.*?(?= \[type=|$)", str(caught.value),
+                          re.M)
+        assert found, (kind, str(caught.value))
+        said = found.group(0)
+        assert way in said and "require_filter_keys=()" in said, (kind, said)
+        assert "configurable" not in said, (kind, said)  # no config reaches these calls
+        assert len(said) < 300, (kind, len(said), said)
 
 
 def test_an_empty_pool_list_loads_only_corrections_as_the_core_does_with_always_pool(
