@@ -351,7 +351,7 @@ def _entry_score(base: float, recency: float, tags: Collection[str], project: An
 
 def _recency_of(query: _Query, entry_type: Any, created_us: Optional[int], now_us: int) -> float:
     """An entry's recency factor: :func:`_recency` over its type's horizon at this query."""
-    horizon = 90 if query.options is None else query.options._horizon(entry_type)
+    horizon = _DECAY_DAYS if query.options is None else query.options._horizon(entry_type)
     return cast(float, _recency_at(0 if created_us is None else now_us - created_us, horizon))
 
 
@@ -360,14 +360,20 @@ def _score(base: float, recency: float, tags: float, project: float, message: fl
     return base * recency * tags * project * message
 
 
-_RECENCY_FLOOR = 0.3
+# The default score's constants, each written once: the factor functions below read them,
+# and so do the engines beside this file (the database's SQL is checked against them).
+_RECENCY_FLOOR = 0.3  # the lowest recency, reached at the horizon
+_RECENCY_DROP = 0.7  # what recency loses from age 0 to the horizon
+_DECAY_DAYS = 90  # the horizon, in days (make_scorer's decay_days sets one per type)
+_TAG_WEIGHT = 0.5  # the tag factor: 1 + weight x share of the entry's tags the query has
 _MESSAGE_THRESHOLD = 0.15  # the overlap above which the message factor applies
+_MESSAGE_WEIGHT = 1.5  # the message factor: 1 + weight x overlap
 _PROJECT_NONE, _PROJECT_MATCH, _PROJECT_OTHER = 1.0, 1.5, 0.5
 
 
 def _tag_share(shared: float, count: int) -> float:
     """The tag factor of an entry with ``count`` tags, ``shared`` of them the query's."""
-    return 1 + 0.5 * shared / count
+    return 1 + _TAG_WEIGHT * shared / count
 
 
 def _overlap(shared_words: float, message_words: int) -> float:
@@ -377,10 +383,10 @@ def _overlap(shared_words: float, message_words: int) -> float:
 
 def _message_gain(overlap: float) -> float:
     """The message factor of an overlap above the threshold."""
-    return 1 + 1.5 * overlap
+    return 1 + _MESSAGE_WEIGHT * overlap
 
 
-def _recency(created_us: Optional[int], now_us: int, horizon: float = 90) -> float:
+def _recency(created_us: Optional[int], now_us: int, horizon: float = _DECAY_DAYS) -> float:
     """Linear decay over 90 days of age (``horizon``) with a floor of 0.3; at most 1.0 (age 0).
 
     Undated or future counts as 0 days (times in integer microseconds since
@@ -398,7 +404,8 @@ def _recency_at(age_us: Any, horizon: Any, maximum: Callable[..., Any] = max) ->
     passes ``numpy.maximum`` as ``maximum``: the same operations, in order.
     """
     return maximum(_RECENCY_FLOOR,
-                   1.0 - 0.7 * (maximum(0, age_us) / 1_000_000 / _DAY_SECONDS) / horizon)
+                   1.0 - _RECENCY_DROP * (maximum(0, age_us) / 1_000_000 / _DAY_SECONDS)
+                   / horizon)
 
 
 def _tag_factor(tags: Collection[str], query: _Query) -> float:
@@ -515,7 +522,6 @@ def _name_reader(name: str, reader: WordReader) -> None:
 
 #: What ``relevance=`` can name: which factors measure an entry's relevance to the message.
 RELEVANCES = ("words", "similarity", "both")
-_DECAY_DAYS = 90  # the default scorer's decay horizon
 
 
 class ConfiguredScorer:

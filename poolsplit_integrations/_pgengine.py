@@ -529,17 +529,19 @@ def _live(store: Any) -> str:
 # A row's score: the core's default score with the core's float operations in the core's
 # order (the message words, their factors and the context's tags are the core's query's:
 # :func:`score_params`). (Its created as sort text: :func:`_sort_created`.)
-_SCORE = """e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
+_SCORE = f"""e.base * poolsplit_v1.recency(e.created_us, %(now_us)s)
       * CASE WHEN pg_catalog.cardinality(e.tags) = 0
                OR pg_catalog.cardinality(%(tags)s::text[]) = 0 THEN 1.0::float8
-             WHEN NOT e.tags && %(tags)s::text[] THEN 1.0::float8 + (0.5::float8 * 0::float8)
+             WHEN NOT e.tags && %(tags)s::text[]
+             THEN 1.0::float8 + ({core._TAG_WEIGHT!r}::float8 * 0::float8)
                   / pg_catalog.cardinality(e.tags)::float8
-             ELSE 1.0::float8 + (0.5::float8 * pg_catalog.cardinality(ARRAY(
+             ELSE 1.0::float8 + ({core._TAG_WEIGHT!r}::float8 * pg_catalog.cardinality(ARRAY(
                     SELECT pg_catalog.unnest(e.tags)
                     INTERSECT SELECT pg_catalog.unnest(%(tags)s::text[])))::float8)
                   / pg_catalog.cardinality(e.tags)::float8 END
-      * CASE WHEN e.project IS NULL THEN 1.0::float8
-             WHEN e.project = %(project)s THEN 1.5::float8 ELSE 0.5::float8 END
+      * CASE WHEN e.project IS NULL THEN {core._PROJECT_NONE!r}::float8
+             WHEN e.project = %(project)s THEN {core._PROJECT_MATCH!r}::float8
+             ELSE {core._PROJECT_OTHER!r}::float8 END
       * (%(factors)s::float8[])[1 + CASE
             WHEN NOT e.words && %(words)s::text[] THEN 0
             WHEN %(word_set)s::tsvector IS NOT NULL
@@ -639,7 +641,7 @@ class _Group:
         if target is not None and self.base > 0:
             least = target / core._score(self.base, 1.0, *self.ceilings)  # recency to get under
             if least > core._RECENCY_FLOOR:
-                age_days = (1.0 - least) * 90 / 0.7
+                age_days = (1.0 - least) * core._DECAY_DAYS / core._RECENCY_DROP
                 until = -int(now_us - age_days * core._DAY_SECONDS * 1e6 - 1e6)
                 if until > self.after:  # (else the cursor is past it: page on)
                     return until, limit
@@ -751,7 +753,9 @@ class DatabaseEngine:
             yield from self._ranked(pool, taken, room)
             return
         query = self.call.query
-        ceilings = (1.5 if query.tags else 1.0, 1.5 if isinstance(query.project, str) else 1.0,
+        ceilings = (core._tag_share(1, 1) if query.tags else 1.0,
+                    max(core._PROJECT_MATCH, core._PROJECT_NONE) if isinstance(query.project, str)
+                    else core._PROJECT_NONE,
                     max(query.message_factors))
         params = {"prefix": self.own, **score_params(self.call)}
         if self.groups is None:
