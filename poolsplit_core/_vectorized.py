@@ -675,5 +675,5 @@ def _threshold(scores: np.ndarray, chunk: int, sample_over: int) -> float:
     return float(np.partition(scores, n - chunk)[n - chunk])
 
 
-prepared._ENGINES["numpy"] = NumpyEngine()
+prepared.register_engine(NumpyEngine())
 

@@ -101,7 +101,7 @@ else:  # copied beside poolsplit.py: both are top-level modules
 
 __version__ = "0.1.0"
 
-__all__ = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine"]
+__all__ = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine", "register_engine"]
 
 # The core's names this file uses: the same objects, defined once in poolsplit.py.
 # (explain_pools is called as core.explain_pools, so that a spy on the core's
@@ -885,9 +885,35 @@ class PythonEngine:
 
 
 #: The engines a PreparedStore can index and walk with, by name. "python" is
-#: this file's; the poolsplit package adds "numpy" when numpy is installed
+#: this file's; the poolsplit package registers "numpy" when numpy is installed
 #: (``pip install 'poolsplit[fast]'``: ``poolsplit_core.NumpyEngine``).
 _ENGINES: Dict[str, IndexEngine] = {"python": PythonEngine()}
+
+
+def register_engine(engine: IndexEngine) -> IndexEngine:
+    """Let ``PreparedStore(engine=engine.name)`` build ``engine``; returns it.
+
+    The numpy engine registers itself so when ``poolsplit_core`` is imported
+    with numpy installed, and ``engine="auto"`` then takes it; an engine of
+    your own registers the same way (or is passed as an object, unregistered).
+    Registering a name again replaces its engine; ``"auto"`` and ``"python"``
+    (this file's) cannot be replaced.
+
+    >>> register_engine(PythonEngine(split_after=1))
+    Traceback (most recent call last):
+    ...
+    ValueError: the engine name 'python' is taken by this file's engine; give yours another name
+    """
+    name = getattr(engine, "name", None)
+    if not callable(getattr(engine, "index", None)) or not isinstance(name, str) or not name:
+        raise TypeError("an engine has a non-empty str name and an index(token_counter,"
+                        f" is_active, words) method (see IndexEngine), got {engine!r}")
+    if name in ("auto", "python"):
+        raise ValueError(f"the engine name {name!r} is taken by "
+                         + ("the default choice" if name == "auto" else "this file's engine")
+                         + "; give yours another name")
+    _ENGINES[name] = engine
+    return engine
 _DEFAULT: ContextVar[Optional[IndexEngine]] = ContextVar("poolsplit_default_engine",
                                                           default=None)
 

@@ -46,7 +46,8 @@ PUBLIC_NAMES = sorted([
 ])
 
 #: The names of the prepared store's file (vendorable beside the core's).
-PREPARED_NAMES = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine"]
+PREPARED_NAMES = ["IndexEngine", "PreparedStore", "PythonEngine", "default_engine",
+                  "register_engine"]
 
 #: The names of the file beyond English (vendorable beside the core's).
 MULTILINGUAL_NAMES = ["cjk_token_counter", "unicode_words"]

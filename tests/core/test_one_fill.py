@@ -13,8 +13,10 @@ from pathlib import Path
 
 import poolsplit_core
 import poolsplit_core.poolsplit as core
+import poolsplit_integrations
 
-PACKAGE = Path(poolsplit_core.__file__).parent
+#: Every package of the project: the core's engines and the adapters' (the database's) alike.
+PACKAGES = [Path(poolsplit_core.__file__).parent, Path(poolsplit_integrations.__file__).parent]
 ROOM = ("tokens", "slots", "entries", "room")
 
 
@@ -34,7 +36,9 @@ def room_spenders(path: Path) -> list[str]:
 
 
 def test_only_fill_pools_spends_a_pools_room():
-    spenders = [found for path in sorted(PACKAGE.glob("*.py")) for found in room_spenders(path)]
+    paths = sorted(path for package in PACKAGES for path in package.rglob("*.py"))
+    assert any(path.name == "_pgengine.py" for path in paths)  # the database engine is read
+    spenders = [found for path in paths for found in room_spenders(path)]
     assert spenders == ["poolsplit.py:fill_pools: room.tokens",
                         "poolsplit.py:fill_pools: room.entries"]
 
