@@ -357,9 +357,9 @@ def _naming_the_user() -> Iterator[None]:
         yield
     except UnboundTenant as exc:
         raise ValueError(
-            f"PoolSplitMemoryMiddleware: this run does not say whose memory to read: pass the"
-            f" user with {_RUN_WITH.format(name=USER_KEY)} (the agent's context_schema"
-            f" holding {USER_KEY!r}); {exc}"
+            f"PoolSplitMemoryMiddleware: the memories carry {USER_KEY!r} and this run names"
+            f" no user: pass it with {_RUN_WITH.format(name=USER_KEY)} (the agent's"
+            f" context_schema holding {USER_KEY!r})"
         ) from exc
 
 
