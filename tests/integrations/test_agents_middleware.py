@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from poolsplit_core import Pool
+from poolsplit_core import AlwaysScopeOverflowError, Pool
 from poolsplit_core.render import CORRECTIONS_HEADING
 from poolsplit_integrations.agents import PoolSplitMemoryMiddleware
 from poolsplit_integrations.langchain import PoolSplitRetriever
@@ -83,11 +83,11 @@ def system_text(request: list[BaseMessage]) -> str:
     return str(first.text)
 
 
-def seeded_store(seed: int, users: tuple[str, ...] = ("ana",), n: int = 60
+def seeded_store(seed: int, users: tuple[str, ...] = ("ana",), n: int = 60, base: Any = None
                  ) -> tuple[PoolSplitStore, dict[str, list[str]]]:
     """A store of ``n`` memories per user over a small vocabulary, and each user's corrections."""
     rng = random.Random(seed)
-    store = PoolSplitStore(InMemoryStore())
+    store = PoolSplitStore(InMemoryStore() if base is None else base)
     corrections: dict[str, list[str]] = {}
     for user in users:
         ns = ("memories", user)
@@ -194,8 +194,8 @@ def test_nothing_loaded_passes_the_request_on_unchanged(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_memory_a_tool_writes_is_in_the_very_next_model_call(mode):
-    store, _ = seeded_store(5)
+def test_a_memory_a_tool_writes_is_in_the_very_next_model_call(mode, bare_store):
+    store, _ = seeded_store(5, base=bare_store)  # InMemoryStore, SqliteStore, PostgresStore
     model = RecordingModel()
     run(agent_over(store, model), "remember: the release train leaves at noon", "ana", mode)
     before, after = (system_text(request) for request in model.requests[:2])
@@ -205,8 +205,9 @@ def test_a_memory_a_tool_writes_is_in_the_very_next_model_call(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("namespace", [("memories", "{user_id}"), ("memories",)])
-def test_two_users_through_one_agent_never_see_each_others_memories(mode, namespace):
-    store, corrections = seeded_store(11, users=("ana", "bo"))
+def test_two_users_through_one_agent_never_see_each_others_memories(mode, namespace,
+                                                                     bare_store):
+    store, corrections = seeded_store(11, users=("ana", "bo"), base=bare_store)
     model = RecordingModel()
     agent = agent_over(store, model, namespace=namespace)
     seen = {}
@@ -383,6 +384,30 @@ def test_an_agent_without_a_poolsplit_store_is_told_how_to_build_one(store):
     with pytest.raises(TypeError, match=r"store=PoolSplitStore\("):
         agent.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "ana"})
     assert model.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_always_tier_over_its_ceiling_raises_before_the_model(mode):
+    store, _ = seeded_store(23)
+    model = RecordingModel()
+    with pytest.raises(AlwaysScopeOverflowError):
+        run(agent_over(store, model, max_always_tokens=5), "deploy", "ana", mode)
+    assert model.requests == []
+
+
+def test_a_system_message_of_content_blocks_keeps_them_after_the_memory():
+    store, corrections = seeded_store(29)
+    model = RecordingModel()
+    blocks = [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    prompt = SystemMessage(content=blocks, id="sys-1")
+    memory = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "{user_id}"), now=NOW)
+    agent = create_agent(model, [], system_prompt=prompt, middleware=[memory], store=store,
+                         context_schema=UserContext)
+    agent.invoke({"messages": [HumanMessage("deploy")]}, context={"user_id": "ana"})
+    sent = model.requests[0][0]
+    assert sent.content[1:] == blocks and sent.id == "sys-1"
+    assert_corrections_first(sent.content[0]["text"], corrections["ana"])
+    assert prompt.content == blocks  # the agent's own prompt is not changed
 
 
 def test_a_query_callable_that_returns_no_str_is_a_type_error():
