@@ -32,8 +32,13 @@ class UnboundTenant(ValueError):
     """A call that must name its tenant (a user) named none: refused, fail closed.
 
     A ValueError; its own class so that a component built over another one
-    can say how its own callers name the tenant.
+    can say how its own callers name the tenant. ``keys`` are the filter keys
+    the call lacked (or gave no value).
     """
+
+    def __init__(self, message: str, keys: Sequence[str] = (USER_KEY,)) -> None:
+        super().__init__(message)
+        self.keys = tuple(keys)
 
 
 class _Default:
@@ -114,7 +119,8 @@ def refuse_unbound(
                         for key in missing + blank})
         raise UnboundTenant(
             f"{owner} requires a filter on {missing + blank}; its filter {active!r} {lacks}"
-            + "".join(f"; {part}" for part in (how.format(filter=example), why) if part)
+            + "".join(f"; {part}" for part in (how.format(filter=example), why) if part),
+            missing + blank,
         )
 
 

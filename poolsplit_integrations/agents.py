@@ -64,8 +64,8 @@ from poolsplit_integrations.langgraph import (
     PoolSplitStoreRetriever,
     StoreExplanation,
     _check_namespace,
+    _fill_from,
     _Filled,
-    fill_from,
 )
 
 __all__ = ["PoolSplitMemoryMiddleware"]
@@ -284,12 +284,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
                 " store=PoolSplitStore(InMemoryStore())) (or your store inside PoolSplitStore)"
             )
         assert self.namespace is not None  # a store source has a template (checked at init)
-        filled = fill_from(self.namespace, values, source="context",
+        filled = _fill_from(self.namespace, values, source="context",
                            found="this run's context", run_with=_RUN_WITH)
-        filter = None
-        if filled.user is None and USER_KEY in values:  # the run names its user
-            filter = check_filter({USER_KEY: values[USER_KEY]})
-        return store, filled, filter
+        # The run's context names the tenant: its user (unless the template did) and
+        # any key the store requires every read to name.
+        keys = [*([USER_KEY] if filled.user is None else []), *(store.require_filter_keys or ())]
+        named = {key: values[key] for key in keys if key in values}
+        return store, filled, check_filter(named) if named else None
 
     def _with(self, request: ModelRequest, memory: _Memory) -> ModelRequest:
         """The request with the memory at the start of its system message; all else as it was."""
@@ -356,10 +357,15 @@ def _naming_the_user() -> Iterator[None]:
     try:
         yield
     except UnboundTenant as exc:
+        if exc.keys == (USER_KEY,):
+            lacks = f"the memories carry {USER_KEY!r} and this run names no user"
+        else:
+            lacks = f"the memories are read only for a run that names {list(exc.keys)}"
+        example = ", ".join(f"{key!r}: '<{key}>'" for key in exc.keys)
         raise ValueError(
-            f"PoolSplitMemoryMiddleware: the memories carry {USER_KEY!r} and this run names"
-            f" no user: pass it with {_RUN_WITH.format(name=USER_KEY)} (the agent's"
-            f" context_schema holding {USER_KEY!r})"
+            f"PoolSplitMemoryMiddleware: {lacks}: pass it with agent.invoke(...,"
+            f" context={{{example}}}) (the agent's context_schema holding"
+            f" {', '.join(map(repr, exc.keys))})"
         ) from exc
 
 

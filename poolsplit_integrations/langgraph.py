@@ -2340,10 +2340,10 @@ def fill_namespace(template: Sequence[str], config: Mapping[str, Any] | None) ->
 
 
 def _fill(template: Sequence[str], config: Mapping[str, Any] | None) -> _Filled:
-    return fill_from(template, (config or {}).get("configurable"))
+    return _fill_from(template, (config or {}).get("configurable"))
 
 
-def fill_from(template: Sequence[str], values: Mapping[str, Any] | None, *,
+def _fill_from(template: Sequence[str], values: Mapping[str, Any] | None, *,
               source: str = "config['configurable']", found: str = "this run's config",
               run_with: str | None = None) -> _Filled:
     """Fill ``template`` from ``values``: the one rule of every namespace template.

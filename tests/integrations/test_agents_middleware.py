@@ -66,6 +66,7 @@ class RecordingModel(GenericFakeChatModel):
 class UserContext(TypedDict, total=False):
     user_id: Any
     team: str
+    org: str
 
 
 @tool
@@ -252,6 +253,27 @@ def test_a_template_variable_the_context_lacks_is_a_value_error_naming_context(m
     with pytest.raises(ValueError, match=r"needs context\['team'\].*context=\{'team'"):
         run(agent, "deploy", "ana", mode)
     assert model.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_key_the_store_requires_comes_from_the_context_or_the_run_is_refused(mode):
+    store = PoolSplitStore(InMemoryStore(), require_filter_keys=("org",))
+    for org in ("acme", "initech"):
+        store.put(("memories", "ana"), f"t-{org}", {"content": f"{org} deploys the api",
+                                                    "type": "task", "org": org})
+    model = RecordingModel()
+    agent = agent_over(store, model)
+    with pytest.raises(ValueError, match=r"names \['org'\].*context=\{'org': '<org>'\}"):
+        run(agent, "deploy", "ana", mode)
+    assert model.requests == []
+    state = {"messages": [HumanMessage("deploy")]}
+    context = {"user_id": "ana", "org": "acme"}
+    if mode == "async":
+        asyncio.run(agent.ainvoke(state, context=context))
+    else:
+        agent.invoke(state, context=context)
+    system = system_text(model.requests[0])
+    assert "- acme deploys the api" in system and "initech" not in system
 
 
 # --------------------------------------------------------------------------
