@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult
@@ -48,7 +48,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
-from poolsplit_core.poolsplit import Ledger, Pool
+from poolsplit_core.poolsplit import Ledger, Pool, default_scorer
 from poolsplit_core.render import render_pools
 from poolsplit_integrations._entries import to_entry
 from poolsplit_integrations._options import (
@@ -72,12 +72,6 @@ __all__ = ["PoolSplitMemoryMiddleware"]
 
 #: How a run names a variable of the namespace template, or its user: its context.
 _RUN_WITH = "agent.invoke(..., context={{{name!r}: '<{name}>'}})"
-
-
-class _Memory(NamedTuple):
-    """What one model call is given: the prompt text (empty: nothing loaded)."""
-
-    text: str
 
 
 class PoolSplitMemoryMiddleware(AgentMiddleware):
@@ -110,7 +104,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
           the agent's store (``runtime.store``, a :class:`PoolSplitStore`).
         - ``retriever``: instead of ``namespace``, a poolsplit retriever
           (``PoolSplitRetriever``, ``PoolSplitStoreRetriever``), invoked with
-          the run's context as its ``config["configurable"]``.
+          the run's context as its ``config["configurable"]``; it holds its
+          own ``pools``, ``context``, ``now`` and ``max_always_tokens``
+          (given here too, they are refused).
         - ``query``: ``query(state) -> str``, the query the memory is chosen
           for; by default the text of the latest human message.
         - ``context``: the default retrieval context (``project``, ``tags``);
@@ -172,17 +168,21 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
                     "report_left_out=True needs the ledgers of each call, which a"
                     f" {type(retriever).__name__} does not give: read its store with"
                     " PoolSplitMemoryMiddleware(pools=..., namespace=...) instead")
-            if pools is not None:
-                raise ValueError("PoolSplitMemoryMiddleware(retriever=...) reads the"
-                                 " retriever's own pools: pass pools= to the retriever,"
-                                 f" not here (got pools={pools!r})")
+            own = {"pools": pools, "context": context, "now": now,
+                   "max_always_tokens": max_always_tokens}
+            given = [name for name, value in own.items() if value is not None]
+            if given:
+                raise ValueError(
+                    "PoolSplitMemoryMiddleware(retriever=...) reads with the retriever's own"
+                    f" options: set {', '.join(f'{name}=' for name in given)} on the"
+                    f" retriever, not here (got {', '.join(f'{n}={own[n]!r}' for n in given)})")
             self.pools, self.namespace = None, None
         if query is not None and not callable(query):
             raise TypeError(f"query must be a callable (state) -> str or None,"
                             f" got {type(query).__name__}")
         if context is not None and not isinstance(context, Mapping):
             raise TypeError(f"context must be a dict or None, got {type(context).__name__}")
-        check_context(context, _default_scorer())
+        check_context(context, default_scorer)
         if now is not None and not isinstance(now, datetime):
             raise TypeError(f"now must be a datetime or None, got {now!r}")
         if not isinstance(report_left_out, bool):
@@ -218,7 +218,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
     # One call's memory
     # ----------------------------------------------------------------------
 
-    def _memory(self, request: ModelRequest) -> _Memory:
+    def _memory(self, request: ModelRequest) -> str:
         message, values = self._query(request), _context_values(request.runtime.context)
         if self.retriever is not None:
             config: RunnableConfig = {"configurable": dict(values)}
@@ -238,9 +238,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
             decided, _ = store._decide(filled.namespace, pools, context, self.now,
                                        self.max_always_tokens, filter=filter,
                                        bound=filled.user)
-        return _Memory(render_pools(decided))
+        return render_pools(decided)
 
-    async def _amemory(self, request: ModelRequest) -> _Memory:
+    async def _amemory(self, request: ModelRequest) -> str:
         message, values = self._query(request), _context_values(request.runtime.context)
         if self.retriever is not None:
             config: RunnableConfig = {"configurable": dict(values)}
@@ -260,7 +260,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
             decided, _ = await store._adecide(filled.namespace, pools, context, self.now,
                                               self.max_always_tokens, filter=filter,
                                               bound=filled.user)
-        return _Memory(render_pools(decided))
+        return render_pools(decided)
 
     def _query(self, request: ModelRequest) -> str:
         """The query: ``query(state)``, else the latest human message's text ("" if none)."""
@@ -283,8 +283,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
                 f" agent has {got}: create it with create_agent(...,"
                 " store=PoolSplitStore(InMemoryStore())) (or your store inside PoolSplitStore)"
             )
-        assert self.namespace is not None  # a store source has a template (checked at init)
-        filled = _fill_from(self.namespace, values, source="context",
+        template = cast(tuple[str, ...], self.namespace)  # a store source has one (init)
+        filled = _fill_from(template, values, source="context",
                            found="this run's context", run_with=_RUN_WITH)
         # The run's context names the tenant: its user (unless the template did) and
         # any key the store requires every read to name.
@@ -292,21 +292,16 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
         named = {key: values[key] for key in keys if key in values}
         return store, filled, check_filter(named) if named else None
 
-    def _with(self, request: ModelRequest, memory: _Memory) -> ModelRequest:
+    def _with(self, request: ModelRequest, memory: str) -> ModelRequest:
         """The request with the memory at the start of its system message; all else as it was."""
-        if not memory.text:
+        if not memory:
             return request
-        return request.override(system_message=_prepended(request.system_message, memory.text))
+        return request.override(system_message=_prepended(request.system_message, memory))
 
 
 # --------------------------------------------------------------------------
 # Private helpers
 # --------------------------------------------------------------------------
-
-
-def _default_scorer() -> Any:
-    from poolsplit_core.poolsplit import default_scorer
-    return default_scorer
 
 
 def _check_template(namespace: Any) -> tuple[str, ...]:
@@ -370,7 +365,7 @@ def _naming_the_user() -> Iterator[None]:
 
 
 def _documents_memory(docs: Sequence[Document], ledgers: Mapping[str, Ledger] | None
-                      ) -> _Memory:
+                      ) -> str:
     """A retriever's documents as prompt text, grouped by pool, corrections first."""
     names = [ALWAYS_POOL, *(ledgers or {})]
     by_pool: dict[str, list[Document]] = {name: [] for name in names}
@@ -378,12 +373,12 @@ def _documents_memory(docs: Sequence[Document], ledgers: Mapping[str, Ledger] | 
         by_pool.setdefault(str(doc.metadata.get("poolsplit_pool")), []).append(doc)
     if ledgers is not None:
         by_pool = {name: by_pool.get(name, []) for name in ledgers}
-    return _Memory(render_pools(by_pool, ledgers=ledgers,
-                                entry=lambda doc: to_entry(doc.page_content, doc.metadata)))
+    return render_pools(by_pool, ledgers=ledgers,
+                        entry=lambda doc: to_entry(doc.page_content, doc.metadata))
 
 
-def _explained_memory(why: StoreExplanation) -> _Memory:
-    return _Memory(render_pools(why.loaded(), ledgers=why.ledgers))
+def _explained_memory(why: StoreExplanation) -> str:
+    return render_pools(why.loaded(), ledgers=why.ledgers)
 
 
 def _prepended(system: SystemMessage | None, memory: str) -> SystemMessage:

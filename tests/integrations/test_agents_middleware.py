@@ -393,10 +393,12 @@ def test_bad_arguments_are_refused_at_construction(kwargs, error, match):
         PoolSplitMemoryMiddleware(**kwargs)
 
 
-def test_a_retriever_source_refuses_pools_of_its_own():
+@pytest.mark.parametrize("option", [{"pools": POOLS}, {"now": NOW}, {"max_always_tokens": 9},
+                                    {"context": {"project": "atlas"}}])
+def test_a_retriever_source_refuses_the_options_the_retriever_holds(option):
     retriever = PoolSplitRetriever(documents=[], pools=POOLS)
-    with pytest.raises(ValueError, match="retriever's own pools"):
-        PoolSplitMemoryMiddleware(POOLS, retriever=retriever)
+    with pytest.raises(ValueError, match=f"set {next(iter(option))}= on the retriever"):
+        PoolSplitMemoryMiddleware(retriever=retriever, **option)
 
 
 @pytest.mark.parametrize("store", [None, InMemoryStore()])
