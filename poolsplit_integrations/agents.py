@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult
@@ -69,6 +69,23 @@ from poolsplit_integrations.langgraph import (
 )
 
 __all__ = ["PoolSplitMemoryMiddleware"]
+
+
+class _Read(NamedTuple):
+    """One model call's read: its query, whether it wants ledgers, and its source's arguments.
+
+    A retriever (invoked with ``config``), else the agent's store, read with
+    ``store_args`` and ``store_kwargs`` (namespace, pools, context, clock,
+    ceiling; the tenant's filter and the template's user).
+    """
+
+    message: str
+    ledgers: bool
+    retriever: Any
+    config: RunnableConfig
+    store: Any = None
+    store_args: tuple[Any, ...] = ()
+    store_kwargs: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
 
 #: How a run names a variable of the namespace template, or its user: its context.
 _RUN_WITH = "agent.invoke(..., context={{{name!r}: '<{name}>'}})"
@@ -219,48 +236,41 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
     # ----------------------------------------------------------------------
 
     def _memory(self, request: ModelRequest) -> str:
-        message, values = self._query(request), _context_values(request.runtime.context)
-        if self.retriever is not None:
-            config: RunnableConfig = {"configurable": dict(values)}
-            with _naming_the_user():
-                docs = self.retriever.invoke(message, config)
-                why = (self.retriever.explain(message, config)  # type: ignore[attr-defined]
-                       if self.report_left_out else None)
-            return _documents_memory(docs, None if why is None else why.ledgers)
-        store, filled, filter = self._store_read(request, values)
-        context = build_context(self.context, message)
-        pools = self.pools or []
+        read = self._read(request)
         with _naming_the_user():
-            if self.report_left_out:
-                return _explained_memory(store._explain(
-                    filled.namespace, pools, context, self.now, self.max_always_tokens,
-                    filter=filter, bound=filled.user))
-            decided, _ = store._decide(filled.namespace, pools, context, self.now,
-                                       self.max_always_tokens, filter=filter,
-                                       bound=filled.user)
-        return render_pools(decided)
+            if read.retriever is not None:
+                docs = read.retriever.invoke(read.message, read.config)
+                why = read.retriever.explain(read.message, read.config) if read.ledgers else None
+                return _documents_memory(docs, None if why is None else why.ledgers)
+            store, args, kwargs = read.store, read.store_args, read.store_kwargs
+            if read.ledgers:
+                return _explained_memory(store._explain(*args, **kwargs))
+            return render_pools(store._decide(*args, **kwargs)[0])
 
     async def _amemory(self, request: ModelRequest) -> str:
-        message, values = self._query(request), _context_values(request.runtime.context)
-        if self.retriever is not None:
-            config: RunnableConfig = {"configurable": dict(values)}
-            with _naming_the_user():
-                docs = await self.retriever.ainvoke(message, config)
-                why = (await self.retriever.aexplain(message, config)  # type: ignore[attr-defined]
-                       if self.report_left_out else None)
-            return _documents_memory(docs, None if why is None else why.ledgers)
-        store, filled, filter = self._store_read(request, values)
-        context = build_context(self.context, message)
-        pools = self.pools or []
+        read = self._read(request)
         with _naming_the_user():
-            if self.report_left_out:
-                return _explained_memory(await store._aexplain(
-                    filled.namespace, pools, context, self.now, self.max_always_tokens,
-                    filter=filter, bound=filled.user))
-            decided, _ = await store._adecide(filled.namespace, pools, context, self.now,
-                                              self.max_always_tokens, filter=filter,
-                                              bound=filled.user)
-        return render_pools(decided)
+            if read.retriever is not None:
+                docs = await read.retriever.ainvoke(read.message, read.config)
+                why = (await read.retriever.aexplain(read.message, read.config)
+                       if read.ledgers else None)
+                return _documents_memory(docs, None if why is None else why.ledgers)
+            store, args, kwargs = read.store, read.store_args, read.store_kwargs
+            if read.ledgers:
+                return _explained_memory(await store._aexplain(*args, **kwargs))
+            return render_pools((await store._adecide(*args, **kwargs))[0])
+
+    def _read(self, request: ModelRequest) -> _Read:
+        """What one call reads, from which source, for which tenant (checked, nothing read)."""
+        message, values = self._query(request), _context_values(request.runtime.context)
+        config: RunnableConfig = {"configurable": dict(values)}
+        if self.retriever is not None:
+            return _Read(message, self.report_left_out, self.retriever, config)
+        store, filled, filter = self._store_read(request, values)
+        args = (filled.namespace, self.pools or [], build_context(self.context, message),
+                self.now, self.max_always_tokens)
+        return _Read(message, self.report_left_out, None, config, store, args,
+                     {"filter": filter, "bound": filled.user})
 
     def _query(self, request: ModelRequest) -> str:
         """The query: ``query(state)``, else the latest human message's text ("" if none)."""
