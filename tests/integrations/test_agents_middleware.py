@@ -126,9 +126,14 @@ def run(agent: Any, text: str, user: str | None, mode: str) -> dict[str, Any]:
 
 
 def assert_corrections_first(system: str, corrections: list[str]) -> None:
+    """The system message opens with every correction, and nothing else, under its heading.
+
+    In the order the store lists them, which SQLite leaves open for rows written in the
+    same instant: the block is compared as a multiset.
+    """
     assert system.startswith(HEADING + "\n"), system
     block = system.split("\n\n", 1)[0].splitlines()[1:]
-    assert block == [f"- {text}" for text in corrections], system
+    assert sorted(block) == sorted(f"- {text}" for text in corrections), system
 
 
 MODES = ["sync", "async"]
