@@ -28,7 +28,7 @@ from poolsplit_core import AlwaysScopeOverflowError, Pool
 from poolsplit_core.render import CORRECTIONS_HEADING
 from poolsplit_integrations.agents import PoolSplitMemoryMiddleware
 from poolsplit_integrations.langchain import PoolSplitRetriever
-from poolsplit_integrations.langgraph import PoolSplitStore
+from poolsplit_integrations.langgraph import PoolSplitStore, PoolSplitStoreRetriever
 
 NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
 HEADING = f"## {CORRECTIONS_HEADING}"
@@ -370,6 +370,55 @@ def test_a_poolsplit_retriever_is_a_source_too(mode):
         f"{HEADING}\n- Never deploy on Friday.\n\n## work\n- Deploy the api after the notes.")
     with pytest.raises(ValueError, match=r"context=\{'user_id'"):
         agent.invoke(state)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retriever_source_reports_what_each_pool_left_out(mode):
+    rng = random.Random(31)
+    docs = [Document(f"ana task {i}: " + " ".join(rng.choice(WORDS) for _ in range(4)),
+                     id=f"t{i}", metadata={"type": "task", "user_id": "ana"})
+            for i in range(40)]
+    docs.append(Document("Never deploy on Friday.", id="c1",
+                         metadata={"scope": "always", "user_id": "ana"}))
+    retriever = PoolSplitRetriever(documents=docs, pools=[Pool("work", 40, 3, ("task",))],
+                                   now=NOW)
+    model = RecordingModel()
+    memory = PoolSplitMemoryMiddleware(retriever=retriever, report_left_out=True)
+    agent = create_agent(model, [], middleware=[memory], context_schema=UserContext)
+    state = {"messages": [HumanMessage("deploy the api")]}
+    if mode == "async":
+        asyncio.run(agent.ainvoke(state, context={"user_id": "ana"}))
+    else:
+        agent.invoke(state, context={"user_id": "ana"})
+    why = retriever.explain("deploy the api", {"configurable": {"user_id": "ana"}})
+    ledger = why.ledgers["work"]
+    loaded = [f"- {d.page_content}" for d in retriever.invoke(
+        "deploy the api", {"configurable": {"user_id": "ana"}}) if d.id != "c1"]
+    assert system_text(model.requests[0]) == "\n".join([
+        HEADING, "- Never deploy on Friday.", "", "## work", *loaded,
+        f"({ledger.skipped_tokens + ledger.skipped_entries} more did not fit this pool's"
+        " budget)"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_store_retriever_source_fills_its_template_from_the_context(mode):
+    store, corrections = seeded_store(37, users=("ana", "bo"))
+    retriever = PoolSplitStoreRetriever(store=store, namespace=("memories", "{user_id}"),
+                                        pools=POOLS, now=NOW)
+    model = RecordingModel()
+    agent = create_agent(model, [], middleware=[PoolSplitMemoryMiddleware(retriever=retriever)],
+                         context_schema=UserContext)
+    state = {"messages": [HumanMessage("deploy the api")]}
+    for user in ("bo", "ana"):
+        if mode == "async":
+            asyncio.run(agent.ainvoke(state, context={"user_id": user}))
+        else:
+            agent.invoke(state, context={"user_id": user})
+    for request, user in zip(model.requests, ("bo", "ana")):
+        system = system_text(request)
+        assert_corrections_first(system, corrections[user])
+        assert f"- {user} memory" in system
+        assert ("- ana " if user == "bo" else "- bo ") not in system
 
 
 # --------------------------------------------------------------------------
