@@ -83,9 +83,10 @@ class _Read(NamedTuple):
     ledgers: bool
     retriever: Any
     config: RunnableConfig
-    store: Any = None
-    store_args: tuple[Any, ...] = ()
-    store_kwargs: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
+    store: PoolSplitStore | None
+    store_args: tuple[Any, ...]
+    store_kwargs: dict[str, Any]
+
 
 #: How a run names a variable of the namespace template, or its user: its context.
 _RUN_WITH = "agent.invoke(..., context={{{name!r}: '<{name}>'}})"
@@ -242,7 +243,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
                 docs = read.retriever.invoke(read.message, read.config)
                 why = read.retriever.explain(read.message, read.config) if read.ledgers else None
                 return _documents_memory(docs, None if why is None else why.ledgers)
-            store, args, kwargs = read.store, read.store_args, read.store_kwargs
+            store = cast(PoolSplitStore, read.store)
+            args, kwargs = read.store_args, read.store_kwargs
             if read.ledgers:
                 return _explained_memory(store._explain(*args, **kwargs))
             return render_pools(store._decide(*args, **kwargs)[0])
@@ -255,7 +257,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
                 why = (await read.retriever.aexplain(read.message, read.config)
                        if read.ledgers else None)
                 return _documents_memory(docs, None if why is None else why.ledgers)
-            store, args, kwargs = read.store, read.store_args, read.store_kwargs
+            store = cast(PoolSplitStore, read.store)
+            args, kwargs = read.store_args, read.store_kwargs
             if read.ledgers:
                 return _explained_memory(await store._aexplain(*args, **kwargs))
             return render_pools((await store._adecide(*args, **kwargs))[0])
@@ -265,7 +268,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware):
         message, values = self._query(request), _context_values(request.runtime.context)
         config: RunnableConfig = {"configurable": dict(values)}
         if self.retriever is not None:
-            return _Read(message, self.report_left_out, self.retriever, config)
+            return _Read(message, self.report_left_out, self.retriever, config, None, (), {})
         store, filled, filter = self._store_read(request, values)
         args = (filled.namespace, self.pools or [], build_context(self.context, message),
                 self.now, self.max_always_tokens)
