@@ -15,6 +15,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
 from langchain_core.documents import Document
@@ -501,3 +503,45 @@ def test_a_blank_user_in_the_context_is_refused(user):
     agent = agent_over(store, RecordingModel())
     with pytest.raises(ValueError, match="non-empty string"):
         agent.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": user})
+
+
+# --------------------------------------------------------------------------
+# Property: whatever the store, the system message keeps the promise
+# --------------------------------------------------------------------------
+
+memories = st.lists(st.fixed_dictionaries({
+    "words": st.lists(st.sampled_from(WORDS), min_size=1, max_size=8),
+    "type": st.sampled_from(["task", "fact", "note"]),
+    "always": st.booleans(),
+    "priority": st.integers(0, 10),
+    "age": st.integers(0, 120),
+}), max_size=60)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stored=memories, query=st.lists(st.sampled_from(WORDS), max_size=4))
+def test_any_store_gives_every_correction_first_and_each_pool_within_budget(stored, query):
+    store = PoolSplitStore(InMemoryStore())
+    corrections = []
+    for i, memory in enumerate(stored):
+        text = f"memory {i}: {' '.join(memory['words'])}"
+        value = {"content": text, "type": memory["type"], "base_priority": memory["priority"],
+                 "created": (NOW - timedelta(days=memory["age"])).isoformat()}
+        if memory["always"]:
+            value["scope"] = "always"
+            corrections.append(text)
+        store.put(("memories", "ana"), f"k{i}", value)
+    model = RecordingModel()
+    run(agent_over(store, model), " ".join(query), "ana", "sync")
+    system = system_text(model.requests[0])
+    if corrections:
+        assert_corrections_first(system, corrections)
+    else:
+        assert not system.startswith(HEADING)
+    sections = dict(re.findall(r"^## (\w+)\n((?:- .*\n?)*)", system, re.M))
+    for pool in POOLS:
+        lines = [line for line in sections.get(pool.name, "").splitlines() if line]
+        assert len(lines) <= pool.max_entries
+        assert sum(store.token_counter(line[2:]) for line in lines) <= pool.max_tokens
+    assert system.endswith("You are Ana's assistant.")
