@@ -6,6 +6,8 @@ Import the adapter you use; each needs only its own framework:
 - ``poolsplit_integrations.llama_index`` -- ``pip install 'poolsplit[llamaindex]'``
 - ``poolsplit_integrations.langgraph`` -- ``pip install 'poolsplit[langgraph]'``
   (``'poolsplit[postgres]'`` for LangGraph's PostgresStore)
+- ``poolsplit_integrations.agents`` -- ``pip install 'poolsplit[agents]'``
+  (middleware for LangChain 1.x's ``create_agent``)
 
 This package imports neither framework itself, so using one adapter never
 requires the other. Both adapters share one mapping between framework objects

@@ -19,13 +19,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "DEFAULT", "USER_KEY", "carries_user", "check_filter", "check_required_keys", "check_user",
-    "config_filter", "matches", "narrow", "refuse_unbound",
+    "DEFAULT", "USER_KEY", "UnboundTenant", "carries_user", "check_filter",
+    "check_required_keys", "check_user", "config_filter", "matches", "narrow", "refuse_unbound",
 ]
 
 #: The metadata key that names a memory's user. A component whose memories carry
 #: it serves several users: every query must name one (fail closed).
 USER_KEY = "user_id"
+
+
+class UnboundTenant(ValueError):
+    """A call that must name its tenant (a user) named none: refused, fail closed.
+
+    A ValueError; its own class so that a component built over another one
+    can say how its own callers name the tenant. ``keys`` are the filter keys
+    the call lacked (or gave no value).
+    """
+
+    def __init__(self, message: str, keys: Sequence[str] = (USER_KEY,)) -> None:
+        super().__init__(message)
+        self.keys = tuple(keys)
 
 
 class _Default:
@@ -86,10 +99,11 @@ def refuse_unbound(
     >>> refuse_unbound({"type": "task"}, ["user_id"], why="its memories carry 'user_id'")
     Traceback (most recent call last):
     ...
-    ValueError: this retriever requires a filter on ['user_id']; its filter {'type': 'task'} lacks ['user_id']; pass filter={'user_id': '<user>'}; its memories carry 'user_id'
+    poolsplit_integrations._tenancy.UnboundTenant: this retriever requires a filter on ['user_id']; its filter {'type': 'task'} lacks ['user_id']; pass filter={'user_id': '<user>'}; its memories carry 'user_id'
 
-    A required key given as ``None`` or empty (``""``, ``[]``) names no
-    tenant, so it is refused like a missing one. ``how`` says how the
+    The error is an :class:`UnboundTenant`, a ValueError. A required key
+    given as ``None`` or empty (``""``, ``[]``) names no tenant, so it is
+    refused like a missing one. ``how`` says how the
     component's caller names them, ``{filter}`` standing for a filter of the
     keys it lacks (a component whose calls take no ``filter=`` says its own
     way); ``why`` says why the keys are required, when the caller did not.
@@ -103,9 +117,10 @@ def refuse_unbound(
             + ([f"gives no value for {blank}"] if blank else []))
         example = repr({key: "<user>" if key == USER_KEY else f"<{key}>"
                         for key in missing + blank})
-        raise ValueError(
+        raise UnboundTenant(
             f"{owner} requires a filter on {missing + blank}; its filter {active!r} {lacks}"
-            + "".join(f"; {part}" for part in (how.format(filter=example), why) if part)
+            + "".join(f"; {part}" for part in (how.format(filter=example), why) if part),
+            missing + blank,
         )
 
 

@@ -779,8 +779,8 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         try:
             tenants.invoke("release notes")  # no filter: fail closed
         except ValueError as err:
-            print(type(err).__name__, "user_id" in str(err))
-        # ValueError True
+            print(isinstance(err, ValueError), "user_id" in str(err))
+        # True True
 
         strict = tenants.model_copy(update={"max_always_tokens": 5})
         try:

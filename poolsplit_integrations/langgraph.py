@@ -167,6 +167,7 @@ from poolsplit_integrations._options import (
 from poolsplit_integrations._select import assemble, build_context, check_query
 from poolsplit_integrations._tenancy import (
     USER_KEY,
+    UnboundTenant,
     carries_user,
     check_required_keys,
     matches,
@@ -1165,9 +1166,8 @@ class PoolSplitStore(BaseStore):
         Same arguments, filter and refusals as :meth:`retrieve_pools`; the
         items skipped for a problem are in :attr:`StoreExplanation.skipped`.
         """
-        with self._calling(namespace, pools, max_always_tokens, filter, None,
-                           whole=True) as call:
-            return self._explained(call, context, now, always_pool)
+        return self._explain(namespace, pools, context, now, max_always_tokens,
+                             filter=filter, always_pool=always_pool)
 
     async def aretrieve_pools(
         self,
@@ -1197,13 +1197,8 @@ class PoolSplitStore(BaseStore):
         always_pool: bool = True,
     ) -> StoreExplanation:
         """The async twin of :meth:`explain_pools`."""
-        if not self._database:
-            return await asyncio.to_thread(
-                self.explain_pools, namespace, pools, context, filter=filter, now=now,
-                max_always_tokens=max_always_tokens, always_pool=always_pool)
-        async with self._acalling(namespace, pools, max_always_tokens, filter, None,
-                                  whole=True) as call:
-            return self._explained(call, context, now, always_pool)
+        return await self._aexplain(namespace, pools, context, now, max_always_tokens,
+                                    filter=filter, always_pool=always_pool)
 
     def entries(self, namespace: tuple[str, ...]) -> list[Mapping[str, Any]]:
         """The entries a pool-split read of ``namespace`` would give the core now, in order.
@@ -1271,6 +1266,44 @@ class PoolSplitStore(BaseStore):
             self._read_whole_instead(namespace, exc)
         with self._calling(namespace, pools, max_always_tokens, filter, bound, whole=True) as call:
             return self._decided(call, context, now, always_pool)
+
+    def _explain(
+        self,
+        namespace: tuple[str, ...],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any] | None,
+        now: datetime | None,
+        max_always_tokens: int | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        bound: str | None = None,
+        always_pool: bool = True,
+    ) -> StoreExplanation:
+        """:meth:`explain_pools`, for a namespace whose user ``bound`` names (:meth:`_tenancy`)."""
+        with self._calling(namespace, pools, max_always_tokens, filter, bound,
+                           whole=True) as call:
+            return self._explained(call, context, now, always_pool)
+
+    async def _aexplain(
+        self,
+        namespace: tuple[str, ...],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any] | None,
+        now: datetime | None,
+        max_always_tokens: int | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        bound: str | None = None,
+        always_pool: bool = True,
+    ) -> StoreExplanation:
+        """The async twin of :meth:`_explain`."""
+        if not self._database:
+            return await asyncio.to_thread(
+                self._explain, namespace, pools, context, now, max_always_tokens,
+                filter=filter, bound=bound, always_pool=always_pool)
+        async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
+                                  whole=True) as call:
+            return self._explained(call, context, now, always_pool)
 
     def _stale_readings(self) -> type[Exception] | tuple[()]:
         """What a database-scored read raises on meeting a reading that is not its row's."""
@@ -1628,7 +1661,7 @@ class PoolSplitStore(BaseStore):
         if bound is not None:
             where.pop(USER_KEY, None)  # the template's user, already checked against it
         elif USER_KEY in required and USER_KEY not in where:
-            raise ValueError(
+            raise UnboundTenant(
                 f"namespace {prefix!r}: its items carry {USER_KEY!r} and this read names no"
                 f" user: pass filter={{'{USER_KEY}': '<user>'}}, or read it through a"
                 f" PoolSplitStoreRetriever whose namespace template holds '{{{USER_KEY}}}';"
@@ -2279,6 +2312,10 @@ _CALL_KWARGS = ("project", "tags", "k", "filter")
 _FRAMEWORK_KWARGS = frozenset({"verbose"})
 
 
+#: How a run names a namespace template's variable, by default: its config.
+_RUN_WITH_CONFIG = "config={{'configurable': {{{name!r}: '<{name}>'}}}}"
+
+
 class _Filled(NamedTuple):
     """A namespace filled from a template, and the user its ``{user_id}`` named (or None)."""
 
@@ -2305,22 +2342,37 @@ def fill_namespace(template: Sequence[str], config: Mapping[str, Any] | None) ->
 
 
 def _fill(template: Sequence[str], config: Mapping[str, Any] | None) -> _Filled:
-    configurable = dict((config or {}).get("configurable") or {})
+    return _fill_from(template, (config or {}).get("configurable"))
+
+
+def _fill_from(template: Sequence[str], values: Mapping[str, Any] | None, *,
+              source: str = "config['configurable']", found: str = "this run's config",
+              run_with: str | None = None) -> _Filled:
+    """Fill ``template`` from ``values``: the one rule of every namespace template.
+
+    ``source`` names where the values come from (``{source}[{name!r}]`` in a
+    message), ``found`` what lacks one, and ``run_with`` how to pass one
+    (formatted with the variable's ``name``; by default the run's config), so
+    each caller's error says how its users name the variable.
+    """
+    configurable = dict(values or {})
     filled = []
     for label in template:
         names = [name for _, name, _, _ in string.Formatter().parse(label) if name is not None]
         for name in names:
+            how = (run_with or _RUN_WITH_CONFIG).format(name=name)
             if name not in configurable:
                 raise ValueError(
                     f"namespace template {tuple(template)!r} needs"
-                    f" config['configurable'][{name!r}], which this run's config lacks"
+                    f" {source}[{name!r}], which {found} lacks"
+                    + (f"; run with {how}" if run_with else "")
                 )
             value = configurable[name]
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(
-                    f"namespace template {tuple(template)!r}: config['configurable'][{name!r}]"
+                    f"namespace template {tuple(template)!r}: {source}[{name!r}]"
                     f" must be a non-empty string (not only whitespace), got {value!r}; run"
-                    f" with config={{'configurable': {{{name!r}: '<{name}>'}}}}"
+                    f" with {how}"
                 )
         filled.append(label.format_map(configurable))
     namespace = _check_namespace(tuple(filled), f"namespace filled from {tuple(template)!r}")
