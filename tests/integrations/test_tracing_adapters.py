@@ -1,0 +1,125 @@
+"""Every adapter's read is one OpenTelemetry span, with the ledger its ``explain`` gives.
+
+LangChain's retriever, LlamaIndex's retriever, postprocessor and memory
+block, and LangGraph's PoolSplitStore: each read reaches the in-memory
+exporter of ``tests/otel_support.py`` as one ``search_memory`` span, the
+inner PreparedStore read adding none.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.documents import Document
+from langgraph.store.memory import InMemoryStore
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from poolsplit_core import tracing
+from poolsplit_core.poolsplit import Pool
+from poolsplit_integrations import langchain as lc
+from poolsplit_integrations import llama_index as li
+from poolsplit_integrations.langgraph import PoolSplitStore
+from tests.otel_support import assert_ledger, only_span
+
+from ._llamaindex_support import NOW, offline_llamaindex  # noqa: F401 -- the fixture
+
+pytestmark = pytest.mark.usefixtures("offline_llamaindex")
+
+POOLS = [Pool("work", max_tokens=12, max_entries=2, types=("task", "correction")),
+         Pool("skills", max_tokens=20, max_entries=1, types=("skill",))]
+ROWS = [
+    ("fix", "Never force-push to main.", {"type": "correction", "scope": "always"}),
+    *((f"t{i}", f"deploy the api step {i} now", {"type": "task", "base_priority": 9 - i})
+      for i in range(5)),
+    ("s1", "bisect a regression", {"type": "skill"}),
+    ("old", "deploy the old api", {"type": "task", "status": "retired"}),
+    ("r1", "bake bread", {"type": "recipe"}),
+]
+
+
+def documents():
+    return [Document(id=i, page_content=text, metadata=dict(meta)) for i, text, meta in ROWS]
+
+
+def nodes():
+    return [TextNode(id_=i, text=text, metadata=dict(meta)) for i, text, meta in ROWS]
+
+
+def check(span, component, count, explanation):
+    assert span.name == f"search_memory {component}"
+    assert span.attributes["gen_ai.memory.store.id"] == component
+    assert span.attributes["gen_ai.operation.name"] == "search_memory"
+    assert span.attributes["gen_ai.memory.record.count"] == count
+    assert_ledger(span, explanation)
+    assert "gen_ai.memory.query.text" not in span.attributes
+    assert "gen_ai.memory.records" not in span.attributes
+
+
+def test_the_langchain_retriever_read_is_one_span(spans):
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW)
+    got = retriever.invoke("deploy the api")
+    check(only_span(spans), "PoolSplitRetriever", len(got), retriever.explain("deploy the api"))
+
+
+def test_the_llamaindex_retriever_read_is_one_span(spans):
+    retriever = li.PoolSplitRetriever(nodes=nodes(), pools=POOLS, now=NOW)
+    got = retriever.retrieve("deploy the api")
+    check(only_span(spans), "PoolSplitRetriever", len(got), retriever.explain("deploy the api"))
+
+
+def test_the_llamaindex_postprocessor_read_is_one_span(spans):
+    post = li.PoolSplitPostprocessor(pools=POOLS, now=NOW)
+    candidates = [NodeWithScore(node=node, score=0.5) for node in nodes()]
+    got = post.postprocess_nodes(candidates, query_str="deploy the api")
+    span = only_span(spans)
+    assert span.name == "search_memory PoolSplitPostprocessor"
+    assert span.attributes["gen_ai.memory.record.count"] == len(got)
+
+
+def test_the_llamaindex_memory_block_read_is_one_span(spans):
+    block = li.PoolSplitMemoryBlock(
+        store=[{"id": i, "content": text, **meta} for i, text, meta in ROWS], pools=POOLS,
+        now=NOW)
+    block.render("deploy the api")
+    span = only_span(spans)
+    assert span.name == "search_memory PoolSplitMemoryBlock"
+    assert span.attributes["gen_ai.memory.record.count"] >= 1
+
+
+def test_the_langgraph_store_read_is_one_span_with_the_store_ledger(spans):
+    store = PoolSplitStore(InMemoryStore())
+    for i, text, meta in ROWS:
+        store.put(("m", "ana"), i, {"content": text, **meta})
+    got = store.retrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
+    span = only_span(spans)
+    explained = store.explain_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
+    check(span, "PoolSplitStore", sum(map(len, got.values())), explained.explanation)
+    assert span.attributes["poolsplit.engine"] == explained.engine
+
+
+def test_an_unbound_read_of_a_multi_user_store_is_an_error_span(spans):
+    from opentelemetry.trace import StatusCode
+
+    store = PoolSplitStore(InMemoryStore())
+    store.put(("m",), "a", {"content": "deploy", "type": "task", "user_id": "ana"})
+    with pytest.raises(ValueError):
+        store.retrieve_pools(("m",), POOLS, {"message": "deploy"})
+    span = only_span(spans)
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "ValueError"
+    spans.clear()
+    store.retrieve_pools(("m",), POOLS, {"message": "deploy"}, filter={"user_id": "ana"})
+    span = only_span(spans)
+    assert span.attributes["poolsplit.user_filter"] is True
+    assert "poolsplit.user_id" not in span.attributes
+
+
+def test_content_capture_records_what_the_adapter_returned(spans):
+    tracing.capture_content(True)
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW, k=1)
+    got = retriever.invoke("deploy the api")
+    span = only_span(spans)
+    assert span.attributes["gen_ai.memory.query.text"] == "deploy the api"
+    records = json.loads(span.attributes["gen_ai.memory.records"])
+    assert [r["id"] for r in records] == [d.id for d in got]
