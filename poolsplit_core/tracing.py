@@ -35,7 +35,8 @@ from typing import Any, Callable, NamedTuple
 
 from poolsplit_core.poolsplit import Decision, Explanation
 
-__all__ = ["ATTRIBUTES", "CONTENT_ENV", "Attribute", "capture_content", "ledger_attributes"]
+__all__ = ["ATTRIBUTES", "CONTENT_ENV", "Attribute", "capture_content", "ledger_attributes",
+           "ledger_data"]
 
 #: The conventions' switch for recording content (the query, the memories).
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -108,8 +109,36 @@ def _capturing() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
+#: Each pool's ledger fields, as ``poolsplit.pool.<field>``: (field, the Ledger's attribute).
+_POOL_FIELDS = (("max_tokens", "max_tokens"), ("max_entries", "max_entries"),
+                ("tokens_used", "tokens_used"), ("selected", "selected"), ("always", "always"),
+                ("always_tokens", "always_tokens"), ("over_tokens", "skipped_tokens"),
+                ("over_entries", "skipped_entries"))
+
+
+def ledger_data(explanation: Explanation) -> dict[str, Any]:
+    """The ledger of one explanation as plain data: each pool's, then what no pool considered.
+
+    >>> from poolsplit_core.poolsplit import Pool, explain_pools
+    >>> got = explain_pools([{"id": "fix", "scope": "always"}, {"id": "big", "content": "x" * 400},
+    ...                      {"id": "old", "status": "retired"}], [Pool("all", 20, 5)])
+    >>> data = ledger_data(got)
+    >>> data["pools"][0]["pool"], data["pools"][0]["over_tokens"], data["inactive"]
+    ('all', 1, 1)
+
+    ``over_tokens`` and ``over_entries`` count the entries a pool left out
+    for want of tokens or of an entry (an entry several pools skipped counts
+    in each); ``inactive`` and ``no_pool`` those no pool considered.
+    """
+    outcomes = [d.outcome for d in explanation.decisions]
+    pools = [{"pool": ledger.pool, **{field: getattr(ledger, name) for field, name in _POOL_FIELDS}}
+             for ledger in explanation.ledgers.values()]
+    return {"pools": pools, "always_tokens": sum(p["always_tokens"] for p in pools),
+            "inactive": outcomes.count("inactive"), "no_pool": outcomes.count("no_pool")}
+
+
 def ledger_attributes(explanation: Explanation) -> dict[str, Any]:
-    """The ``poolsplit.*`` ledger of one explanation, as span attributes.
+    """The ``poolsplit.*`` ledger of one explanation (:func:`ledger_data`), as span attributes.
 
     >>> from poolsplit_core.poolsplit import Pool, explain_pools
     >>> got = explain_pools([{"id": "fix", "scope": "always"}, {"id": "big", "content": "x" * 400},
@@ -120,21 +149,14 @@ def ledger_attributes(explanation: Explanation) -> dict[str, Any]:
     >>> attributes["poolsplit.inactive"], attributes["poolsplit.always_tokens"]
     (1, 1)
     """
-    ledgers = list(explanation.ledgers.values())
-    outcomes = [d.outcome for d in explanation.decisions]
+    data = ledger_data(explanation)
+    pools = data["pools"]
     return {
-        "poolsplit.pools": [ledger.pool for ledger in ledgers],
-        "poolsplit.pool.max_tokens": [ledger.max_tokens for ledger in ledgers],
-        "poolsplit.pool.max_entries": [ledger.max_entries for ledger in ledgers],
-        "poolsplit.pool.tokens_used": [ledger.tokens_used for ledger in ledgers],
-        "poolsplit.pool.selected": [ledger.selected for ledger in ledgers],
-        "poolsplit.pool.always": [ledger.always for ledger in ledgers],
-        "poolsplit.pool.always_tokens": [ledger.always_tokens for ledger in ledgers],
-        "poolsplit.pool.over_tokens": [ledger.skipped_tokens for ledger in ledgers],
-        "poolsplit.pool.over_entries": [ledger.skipped_entries for ledger in ledgers],
-        "poolsplit.always_tokens": sum(ledger.always_tokens for ledger in ledgers),
-        "poolsplit.inactive": outcomes.count("inactive"),
-        "poolsplit.no_pool": outcomes.count("no_pool"),
+        "poolsplit.pools": [p["pool"] for p in pools],
+        **{f"poolsplit.pool.{field}": [p[field] for p in pools] for field, _ in _POOL_FIELDS},
+        "poolsplit.always_tokens": data["always_tokens"],
+        "poolsplit.inactive": data["inactive"],
+        "poolsplit.no_pool": data["no_pool"],
     }
 
 

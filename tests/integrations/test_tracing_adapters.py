@@ -123,3 +123,96 @@ def test_content_capture_records_what_the_adapter_returned(spans):
     assert span.attributes["gen_ai.memory.query.text"] == "deploy the api"
     records = json.loads(span.attributes["gen_ai.memory.records"])
     assert [r["id"] for r in records] == [d.id for d in got]
+
+
+# --------------------------------------------------------------------------
+# LangChain / LangSmith: the run's names, the ledger as a custom event
+# --------------------------------------------------------------------------
+
+
+class LedgerHandler:
+    """A callback handler keeping every custom event and the run it came with."""
+
+    def __init__(self):
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        events = self.events = []
+        starts = self.starts = []
+
+        class Handler(BaseCallbackHandler):
+            def on_custom_event(self, name, data, *, run_id, **kwargs):
+                events.append((name, data, run_id))
+
+            def on_retriever_start(self, serialized, query, *, run_id, **kwargs):
+                starts.append((run_id, kwargs.get("metadata") or {}))
+
+        self.handler = Handler()
+
+
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_a_callback_handler_receives_the_ledger_from_invoke(call):
+    import asyncio
+
+    from poolsplit_integrations.langchain import LEDGER_EVENT
+
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW)
+    seen = LedgerHandler()
+    config = {"callbacks": [seen.handler]}
+    if call == "invoke":
+        retriever.invoke("deploy the api", config=config)
+    else:
+        asyncio.run(retriever.ainvoke("deploy the api", config=config))
+    [(name, data, run_id)] = seen.events
+    assert name == LEDGER_EVENT
+    assert run_id == seen.starts[0][0]  # the retriever's own run
+    explained = retriever.explain("deploy the api")
+    assert [p["pool"] for p in data["pools"]] == list(explained.ledgers)
+    for got, ledger in zip(data["pools"], explained.ledgers.values()):
+        assert (got["max_tokens"], got["tokens_used"], got["selected"], got["always"],
+                got["always_tokens"], got["over_tokens"], got["over_entries"]) == (
+            ledger.max_tokens, ledger.tokens_used, ledger.selected, ledger.always,
+            ledger.always_tokens, ledger.skipped_tokens, ledger.skipped_entries)
+    assert data["no_pool"] == 1 and data["inactive"] == 1  # the recipe, the retired task
+    json.dumps(data)  # plain data: a tracer can send it as it is
+
+
+def test_no_handler_no_ledger_work(monkeypatch):
+    from poolsplit_integrations import _candidates
+
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW)
+    monkeypatch.setattr(lc, "explain", lambda *a, **k: pytest.fail("explained"))
+    assert _candidates.explain is not None
+    assert retriever.invoke("deploy the api")
+
+
+def test_langsmith_names_the_retriever_and_its_vector_store():
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from tests.integrations._hashed_embedding import HashedEmbedding
+
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW)
+    assert retriever._get_ls_params() == {"ls_retriever_name": "poolsplit"}
+    seen = LedgerHandler()
+    retriever.invoke("deploy", config={"callbacks": [seen.handler]})
+    assert seen.starts[0][1]["ls_retriever_name"] == "poolsplit"
+    store = InMemoryVectorStore(HashedEmbedding())
+    over = lc.PoolSplitRetriever.from_vector_store(store, POOLS, now=NOW)
+    assert over._get_ls_params()["ls_vector_store_provider"] == "InMemoryVectorStore"
+
+
+def test_every_returned_document_has_an_id_a_score_a_pool_and_the_always_flag():
+    from langchain_core.retrievers import BaseRetriever
+
+    class Plain(BaseRetriever):  # candidates with no id
+        def _get_relevant_documents(self, query, *, run_manager):
+            return [Document(page_content="deploy the api hotfix",
+                             metadata={"type": "task", "base_priority": 10})]
+
+    retriever = lc.PoolSplitRetriever(documents=documents(), pools=POOLS, now=NOW,
+                                      base_retriever=Plain())
+    got = retriever.invoke("deploy the api hotfix")
+    assert "deploy the api hotfix" in [d.page_content for d in got]
+    for doc in got:
+        assert doc.id, doc
+        assert {"poolsplit_pool", "poolsplit_score", "poolsplit_always"} <= set(doc.metadata)
+        assert doc.metadata["poolsplit_always"] or doc.metadata["poolsplit_score"] is not None
