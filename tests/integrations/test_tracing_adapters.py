@@ -216,3 +216,79 @@ def test_every_returned_document_has_an_id_a_score_a_pool_and_the_always_flag():
         assert doc.id, doc
         assert {"poolsplit_pool", "poolsplit_score", "poolsplit_always"} <= set(doc.metadata)
         assert doc.metadata["poolsplit_always"] or doc.metadata["poolsplit_score"] is not None
+
+
+# --------------------------------------------------------------------------
+# LlamaIndex instrumentation: the retriever's scored nodes, the reranker's events
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def llama_events():
+    """Every LlamaIndex instrumentation event of the test, and the spans they came in."""
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    events = []
+
+    class Keep(BaseEventHandler):
+        @classmethod
+        def class_name(cls):
+            return "Keep"
+
+        def handle(self, event, **kwargs):
+            events.append(event)
+
+    root = get_dispatcher()
+    handler = Keep()
+    root.add_event_handler(handler)
+    try:
+        yield events
+    finally:
+        root.event_handlers.remove(handler)
+
+
+def test_the_retrievers_end_event_nodes_all_carry_a_score(llama_events):
+    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+
+    retriever = li.PoolSplitRetriever(nodes=nodes(), pools=POOLS, now=NOW)
+    got = retriever.retrieve("deploy the api")
+    [end] = [e for e in llama_events if isinstance(e, RetrievalEndEvent)]
+    assert [n.node.node_id for n in end.nodes] == [n.node.node_id for n in got]
+    assert all(isinstance(n.score, float) for n in end.nodes)
+    always = [n for n in end.nodes if n.node.metadata["poolsplit_always"]]
+    assert [n.node.node_id for n in always] == ["fix"]
+    # a correction ranks first: its score is above every contextual one
+    assert always[0].score > max(n.score for n in end.nodes if n not in always)
+
+
+def test_the_postprocessor_emits_rerank_events_in_its_span(llama_events):
+    from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+
+    post = li.PoolSplitPostprocessor(pools=POOLS, now=NOW, k=2)
+    candidates = [NodeWithScore(node=node, score=0.5) for node in nodes()]
+    got = post.postprocess_nodes(candidates, query_str="deploy the api")
+    [start] = [e for e in llama_events if isinstance(e, ReRankStartEvent)]
+    [end] = [e for e in llama_events if isinstance(e, ReRankEndEvent)]
+    assert start.model_name == "poolsplit" and start.top_n == 2
+    assert start.nodes == candidates and start.query.query_str == "deploy the api"
+    assert [n.node.node_id for n in end.nodes] == [n.node.node_id for n in got]
+    assert start.span_id is not None and start.span_id == end.span_id
+    assert "PoolSplitPostprocessor._postprocess_nodes" in start.span_id
+
+
+def test_the_memory_blocks_read_is_a_llamaindex_span():
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
+
+    handler = SimpleSpanHandler()
+    root = get_dispatcher()
+    root.add_span_handler(handler)
+    try:
+        block = li.PoolSplitMemoryBlock(
+            store=[{"id": i, "content": text, **meta} for i, text, meta in ROWS], pools=POOLS,
+            now=NOW)
+        block.render("deploy the api")
+    finally:
+        root.span_handlers.remove(handler)
+    assert any("PoolSplitMemoryBlock.render" in span.id_ for span in handler.completed_spans)
