@@ -207,6 +207,34 @@ class _Off:
 _OFF = _Off()
 
 
+class _Joined:
+    """A step of a traced read that records into the read's span (and leaves ending it to it)."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: _Read) -> None:
+        self._read = read
+
+    def __enter__(self) -> _Joined:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def engine(self, name: str) -> None:
+        """As :meth:`_Read.engine`, on the read's span."""
+        self._read.engine(name)
+
+    def filtered(self, where: Mapping[str, Any] | None) -> None:
+        """As :meth:`_Read.filtered`, on the read's span."""
+        self._read.filtered(where)
+
+    def loaded(self, count: int, explain: Callable[[], Explanation] | None,
+               decisions: Sequence[Decision] | None = None) -> None:
+        """As :meth:`_Read.loaded`, on the read's span."""
+        self._read.loaded(count, explain, decisions)
+
+
 class _Read:
     """One traced read: its span is current from ``with`` to its end."""
 
@@ -299,14 +327,17 @@ def current() -> _Read | _Off:
 
 
 def read(component: str, context: Any = None, where: Mapping[str, Any] | None = None,
-         engine: str | None = None) -> _Read | _Off:
+         engine: str | None = None, *, join: bool = False) -> _Read | _Joined | _Off:
     """The span of one read by ``component`` (a no-op when tracing is off or already inside one).
 
     A read that calls another (an adapter's call reaching the prepared store)
-    is one span: the outermost.
+    is one span: the outermost. With ``join``, a read inside another records
+    its filter, engine and result into the outer span (the step that
+    selects, inside an adapter's call that opened the span).
     """
-    if _inside.get() is not None:
-        return _OFF
+    outer = _inside.get()
+    if outer is not None:
+        return _Joined(outer) if join else _OFF
     if not _otel:
         _import()
     tracer = _tracer()

@@ -273,8 +273,11 @@ class Selector:
         options = self.options
         context = build_context(options.context, message, **overrides)
         component = self.owner[5:] if self.owner.startswith("this ") else self.owner
-        # One span per read, opened first so that a refused call is an error span.
-        with tracing.read(component, context, None, self.live.store.engine) as span:
+        # One span per read, opened first so that a refused call is an error span
+        # (or the adapter's, opened before its own refusals: this joins it).
+        engine = self.live.store.engine
+        with tracing.read(component, context, None, engine, join=True) as span:
+            span.engine(engine)
             refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
             where = self.active_filter(filter, bound, extra=extra)
             span.filtered(where)

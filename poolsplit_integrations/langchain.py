@@ -1049,13 +1049,14 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             AlwaysScopeOverflowError: The always-scope documents that pass the
                 filter cost more than ``max_always_tokens``.
         """
-        selector, overrides, bound = self._start(kwargs)
-        candidates = self._source_candidates(selector, query, overrides, bound)
-        if self.base_retriever is not None:
-            candidates += self.base_retriever.invoke(
-                query, config={"callbacks": run_manager.get_child()}
-            )
-        got = _pool_split(selector, query, candidates, overrides, bound)
+        with tracing.read(type(self).__name__, {"message": query}):  # a refusal: its error
+            selector, overrides, bound = self._start(kwargs)
+            candidates = self._source_candidates(selector, query, overrides, bound)
+            if self.base_retriever is not None:
+                candidates += self.base_retriever.invoke(
+                    query, config={"callbacks": run_manager.get_child()}
+                )
+            got = _pool_split(selector, query, candidates, overrides, bound)
         ledger = _send_ledger(run_manager, selector, query, candidates, overrides, bound)
         if ledger is not None:
             # the retriever's run is the event's: LangSmith shows it there
@@ -1076,13 +1077,14 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Returns:
             The same documents :meth:`_get_relevant_documents` returns.
         """
-        selector, overrides, bound = self._start(kwargs)
-        candidates = self._source_candidates(selector, query, overrides, bound)
-        if self.base_retriever is not None:
-            candidates += await self.base_retriever.ainvoke(
-                query, config={"callbacks": run_manager.get_child()}
-            )
-        got = _pool_split(selector, query, candidates, overrides, bound)
+        with tracing.read(type(self).__name__, {"message": query}):  # a refusal: its error
+            selector, overrides, bound = self._start(kwargs)
+            candidates = self._source_candidates(selector, query, overrides, bound)
+            if self.base_retriever is not None:
+                candidates += await self.base_retriever.ainvoke(
+                    query, config={"callbacks": run_manager.get_child()}
+                )
+            got = _pool_split(selector, query, candidates, overrides, bound)
         ledger = _send_ledger(run_manager, selector, query, candidates, overrides, bound)
         if ledger is not None:
             await run_manager.get_child().on_custom_event(LEDGER_EVENT, ledger,

@@ -131,7 +131,7 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noq
 from llama_index_instrumentation import get_dispatcher  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
-from poolsplit_core import render  # noqa: E402
+from poolsplit_core import render, tracing  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
@@ -835,19 +835,22 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Pool-split over the stored nodes and the base retriever's candidates."""
-        selector = self._selector()
-        return _pool_split_nodes(selector, query_bundle.query_str, self._candidates(query_bundle))
+        with tracing.read(type(self).__name__, {"message": query_bundle.query_str}):
+            selector = self._selector()  # a refusal: the span's error
+            return _pool_split_nodes(selector, query_bundle.query_str,
+                                     self._candidates(query_bundle))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
-        selector = self._selector()
-        candidates: list[NodeWithScore] = []
-        if self._source is not None:
-            candidates = self._source.candidates(query_bundle, self._options.pools,
-                                                 self._options.filter)
-        if self._base_retriever is not None:
-            candidates.extend(await self._base_retriever.aretrieve(query_bundle))
-        return _pool_split_nodes(selector, query_bundle.query_str, candidates)
+        with tracing.read(type(self).__name__, {"message": query_bundle.query_str}):
+            selector = self._selector()  # a refusal: the span's error
+            candidates: list[NodeWithScore] = []
+            if self._source is not None:
+                candidates = self._source.candidates(query_bundle, self._options.pools,
+                                                     self._options.filter)
+            if self._base_retriever is not None:
+                candidates.extend(await self._base_retriever.aretrieve(query_bundle))
+            return _pool_split_nodes(selector, query_bundle.query_str, candidates)
 
 
 # --------------------------------------------------------------------------
@@ -1091,16 +1094,17 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
         options = self.options()
-        selector = Selector(self._live, options, owner="this PoolSplitPostprocessor",
-                            how="build it with filter={filter}")
-        selector.active_filter()
         query = query_bundle.query_str if query_bundle is not None else ""
-        # A reranker's events, so that instrumentation (OpenInference) shows a reranker span
-        dispatcher.event(ReRankStartEvent(
-            query=query_bundle, nodes=nodes, model_name="poolsplit",
-            top_n=options.k if options.k is not None else len(nodes) + len(self.pinned)))
-        got = _pool_split_nodes(selector, query, nodes)
-        dispatcher.event(ReRankEndEvent(nodes=got))
+        with tracing.read(type(self).__name__, {"message": query}):
+            selector = Selector(self._live, options, owner="this PoolSplitPostprocessor",
+                                how="build it with filter={filter}")
+            selector.active_filter()  # a refusal: the span's error
+            # A reranker's events, so that instrumentation (OpenInference) shows a reranker
+            dispatcher.event(ReRankStartEvent(
+                query=query_bundle, nodes=nodes, model_name="poolsplit",
+                top_n=options.k if options.k is not None else len(nodes) + len(self.pinned)))
+            got = _pool_split_nodes(selector, query, nodes)
+            dispatcher.event(ReRankEndEvent(nodes=got))
         return got
 
 

@@ -292,3 +292,27 @@ def test_the_memory_blocks_read_is_a_llamaindex_span():
     finally:
         root.span_handlers.remove(handler)
     assert any("PoolSplitMemoryBlock.render" in span.id_ for span in handler.completed_spans)
+
+
+@pytest.mark.parametrize("component", ["langchain", "llamaindex"])
+def test_an_adapter_read_refused_before_it_selects_is_one_error_span(spans, component):
+    from opentelemetry.trace import StatusCode
+
+    rows = [(i, text, {**meta, "user_id": "ana"}) for i, text, meta in ROWS]
+    if component == "langchain":
+        retriever = lc.PoolSplitRetriever(
+            documents=[Document(id=i, page_content=t, metadata=m) for i, t, m in rows],
+            pools=POOLS, now=NOW)
+        read = retriever.invoke
+    else:
+        retriever = li.PoolSplitRetriever(
+            nodes=[TextNode(id_=i, text=t, metadata=m) for i, t, m in rows], pools=POOLS,
+            now=NOW)
+        read = retriever.retrieve
+    with pytest.raises(ValueError, match="user_id"):
+        read("deploy the api")
+    span = only_span(spans)
+    assert span.name == "search_memory PoolSplitRetriever"
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "ValueError"
+    assert "gen_ai.memory.record.count" not in span.attributes
