@@ -360,11 +360,6 @@ def read(component: str, context: Any = None, where: Mapping[str, Any] | None = 
     return _Read(span, capture)
 
 
-def loaded_count(loaded: Mapping[str, Sequence[Any]]) -> int:
-    """How many memories a read's per-pool lists hold."""
-    return sum(len(picked) for picked in loaded.values())
-
-
 # opentelemetry's trace module, its providers that record nothing, SpanKind.INTERNAL:
 # empty until the first read imports them (all None when it is not installed).
 _otel: list[Any] = []
