@@ -68,8 +68,9 @@ ATTRIBUTES: dict[str, Attribute] = {
         "content", "the loaded memories as JSON: id, content, pool, score, always"),
     "error.type": Attribute("always", "the exception's type, on a refused read"),
     "poolsplit.engine": Attribute("always", "the engine that answered"),
-    "poolsplit.user_filter": Attribute("always", "whether the read's filter named a user_id"),
-    "poolsplit.user_id": Attribute("content", "the user_id the filter named"),
+    "poolsplit.user_filter": Attribute(
+        "always", "whether the read was bound to a user (a user_id filter, a namespace)"),
+    "poolsplit.user_id": Attribute("content", "the user it was bound to"),
     "poolsplit.pools": Attribute("always", "the pools' names, in fill order"),
     "poolsplit.pool.max_tokens": Attribute("always", "each pool's token budget"),
     "poolsplit.pool.max_entries": Attribute("always", "each pool's entry cap"),
@@ -168,8 +169,9 @@ def _records(loaded: Sequence[Decision]) -> str:
         for d in loaded], default=str, ensure_ascii=False)
 
 
-def _user_attributes(where: Any, capture: bool) -> dict[str, Any]:
-    user = where.get("user_id") if isinstance(where, Mapping) else None
+def _user_attributes(where: Any, capture: bool, user: Any = None) -> dict[str, Any]:
+    if user is None and isinstance(where, Mapping):
+        user = where.get("user_id")
     attributes: dict[str, Any] = {"poolsplit.user_filter": user is not None}
     if capture and isinstance(user, str):
         attributes["poolsplit.user_id"] = user
@@ -196,7 +198,7 @@ class _Off:
     def engine(self, name: str) -> None:
         """Nothing to record."""
 
-    def filtered(self, where: Mapping[str, Any] | None) -> None:
+    def filtered(self, where: Mapping[str, Any] | None, user: str | None = None) -> None:
         """Nothing to record."""
 
     def loaded(self, count: int, explain: Callable[[], Explanation] | None,
@@ -225,9 +227,9 @@ class _Joined:
         """As :meth:`_Read.engine`, on the read's span."""
         self._read.engine(name)
 
-    def filtered(self, where: Mapping[str, Any] | None) -> None:
+    def filtered(self, where: Mapping[str, Any] | None, user: str | None = None) -> None:
         """As :meth:`_Read.filtered`, on the read's span."""
-        self._read.filtered(where)
+        self._read.filtered(where, user)
 
     def loaded(self, count: int, explain: Callable[[], Explanation] | None,
                decisions: Sequence[Decision] | None = None) -> None:
@@ -266,9 +268,12 @@ class _Read:
         """The engine that answered (``poolsplit.engine``)."""
         self._span.set_attribute("poolsplit.engine", name)
 
-    def filtered(self, where: Mapping[str, Any] | None) -> None:
-        """The filter the read ran with: whether it named a user (which, with content capture)."""
-        self._span.set_attributes(_user_attributes(where, self._capture))
+    def filtered(self, where: Mapping[str, Any] | None, user: str | None = None) -> None:
+        """The filter the read ran with: whether it named a user (which, with content capture).
+
+        ``user``: the user the read is bound to some other way (a namespace).
+        """
+        self._span.set_attributes(_user_attributes(where, self._capture, user))
 
     def loaded(self, count: int, explain: Callable[[], Explanation] | None,
                decisions: Sequence[Decision] | None = None) -> None:

@@ -1322,7 +1322,7 @@ class PoolSplitStore(BaseStore):
         """The core's loaded Decisions for a bound call, and each one's Item by index."""
         span = tracing.current()
         span.engine(call.read.view.engine)
-        span.filtered(call.core["where"])
+        span.filtered(call.core["where"], call.bound)
         if call.read.view.engine == "database":
             got = self._decided_in_database(call, context, now, always_pool)
             span.loaded(len(got[1]), None)  # (no ledger: that would be a second database read)

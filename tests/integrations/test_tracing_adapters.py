@@ -316,3 +316,25 @@ def test_an_adapter_read_refused_before_it_selects_is_one_error_span(spans, comp
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes["error.type"] == "ValueError"
     assert "gen_ai.memory.record.count" not in span.attributes
+
+
+def test_the_async_store_read_and_the_store_retriever_are_one_span_each(spans):
+    import asyncio
+
+    from poolsplit_integrations.langgraph import PoolSplitStoreRetriever
+
+    store = PoolSplitStore(InMemoryStore())
+    for i, text, meta in ROWS:
+        store.put(("m", "ana"), i, {"content": text, **meta})
+    got = asyncio.run(store.aretrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"},
+                                            now=NOW))
+    span = only_span(spans)
+    assert span.name == "search_memory PoolSplitStore"
+    assert span.attributes["gen_ai.memory.record.count"] == sum(map(len, got.values()))
+    spans.clear()
+    retriever = PoolSplitStoreRetriever(store=store, namespace=("m", "{user_id}"), pools=POOLS,
+                                        now=NOW)
+    docs = retriever.invoke("deploy the api", config={"configurable": {"user_id": "ana"}})
+    span = only_span(spans)
+    assert span.attributes["gen_ai.memory.record.count"] == len(docs)
+    assert span.attributes["poolsplit.user_filter"] is True
