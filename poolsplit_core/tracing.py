@@ -311,6 +311,8 @@ def _tracer() -> Any:
         return None
     tracer = _tracers.get(provider)
     if tracer is None:
+        if len(_tracers) >= 8:  # providers replaced (tests do): keep the latest only
+            _tracers.clear()
         tracer = _tracers[provider] = provider.get_tracer("poolsplit")
     return tracer
 
