@@ -338,3 +338,8 @@ def test_the_async_store_read_and_the_store_retriever_are_one_span_each(spans):
     span = only_span(spans)
     assert span.attributes["gen_ai.memory.record.count"] == len(docs)
     assert span.attributes["poolsplit.user_filter"] is True
+    assert "poolsplit.user_id" not in span.attributes
+    spans.clear()
+    tracing.capture_content(True)
+    retriever.invoke("deploy the api", config={"configurable": {"user_id": "ana"}})
+    assert only_span(spans).attributes["poolsplit.user_id"] == "ana"
