@@ -343,3 +343,19 @@ def test_the_async_store_read_and_the_store_retriever_are_one_span_each(spans):
     tracing.capture_content(True)
     retriever.invoke("deploy the api", config={"configurable": {"user_id": "ana"}})
     assert only_span(spans).attributes["poolsplit.user_id"] == "ana"
+
+
+def test_a_store_read_on_every_backend_is_one_span_naming_its_engine(spans, bare_store):
+    store = PoolSplitStore(bare_store)
+    for i, text, meta in ROWS:
+        store.put(("m", "ana"), i, {"content": text, **meta})
+    spans.clear()
+    got = store.retrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
+    span = only_span(spans)
+    explained = store.explain_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
+    assert span.attributes["poolsplit.engine"] == explained.engine
+    assert span.attributes["gen_ai.memory.record.count"] == sum(map(len, got.values()))
+    if explained.engine == "database":  # scored in PostgreSQL: no second read for a ledger
+        assert "poolsplit.pools" not in span.attributes
+    else:
+        assert_ledger(span, explained.explanation)
