@@ -361,9 +361,10 @@ def _send_ledger(run_manager: CallbackManagerForRetrieverRun
                  bound: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The read's ledger for the run's handlers (LangSmith's tracer among them), or None.
 
-    Computed only when the run has a handler: it costs an ``explain``.
+    Computed only when one of the run's handlers takes custom events: it costs
+    an ``explain``.
     """
-    if not run_manager.handlers:
+    if all(getattr(handler, "ignore_custom_event", False) for handler in run_manager.handlers):
         return None
     context = {key: value for key, value in overrides.items() if key != "k"}
     return tracing.ledger_data(explain(selector, query, candidates, _CANDIDATES, bound=bound,
