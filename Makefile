@@ -89,11 +89,12 @@ docs: $(VENV)/.docs  ## build the documentation site into site/ (mkdocs build --
 docs-serve: $(VENV)/.docs  ## serve the documentation at http://127.0.0.1:8000, rebuilt as you edit
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
-bench: $(VENV)/.dev  ## speed: every path, the adapters per turn, LangGraph on PostgreSQL, every store profile
+bench: $(VENV)/.dev  ## speed: every path, the adapters per turn, LangGraph on PostgreSQL, every store profile, what tracing costs a read
 	$(BIN)/python benchmarks/bench_retrieve.py
 	$(BIN)/python benchmarks/bench_adapters.py
 	$(BIN)/python benchmarks/bench_langgraph.py
 	$(BIN)/python benchmarks/bench_profiles.py
+	$(BIN)/python benchmarks/bench_tracing.py
 
 bench-profiles: $(VENV)/.dev  ## speed on seven store profiles, each prepared engine: every path and adapter, p95, BM25 peers, plot
 	$(BIN)/python benchmarks/bench_profiles.py

@@ -14,6 +14,7 @@ from poolsplit_core import multilingual as _multilingual
 from poolsplit_core import poolsplit as _core
 from poolsplit_core import prepared as _prepared
 from poolsplit_core import render as _render
+from poolsplit_core import tracing as _tracing
 from poolsplit_core.checks import check_entries
 from poolsplit_core.multilingual import *  # noqa: F403 -- words in any script, CJK tokens
 from poolsplit_core.poolsplit import *  # noqa: F403 -- the core's __all__, nothing else
@@ -22,6 +23,10 @@ from poolsplit_core.render import *  # noqa: F403 -- a result as prompt text
 
 __all__ = [*_core.__all__, *_prepared.__all__, *_multilingual.__all__, *_render.__all__,
            "check_entries"]
+
+# Every PreparedStore read gets its span from tracing (a no-op unless OpenTelemetry
+# is installed and a tracer provider set); prepared.py copied alone has no spans.
+_prepared._traced_read = _tracing.read
 
 # The numpy engine of PreparedStore registers itself when numpy is installed
 # (pip install 'poolsplit[fast]'); without it every store uses the python engine.

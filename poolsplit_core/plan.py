@@ -558,8 +558,9 @@ class _Sample:
         self.rankings: list[dict[str, list[Decision]]] = []
         self.always_tokens: list[int] = []
         for query in queries:
-            decided = self.prepared.decide(rankers, query, scorer=scorer, now=now,
-                                           always_pool=True)
+            # the planner's reads are its own work, not the application's: untraced
+            decided = self.prepared._decide(rankers, query, scorer, now, (), None, None,
+                                            None, True)
             ranked: dict[str, list[Decision]] = {}
             for kind, pool in zip(self.types, rankers):
                 picked = decided[pool.name]
@@ -572,7 +573,8 @@ class _Sample:
         """Each type's contextual entry costs, sorted (one unbounded walk, any query)."""
         everything = [Pool(f"all:{i}", _UNBOUNDED, _UNBOUNDED, (kind,))
                       for i, kind in enumerate(kinds)]
-        decided = self.prepared.decide(everything, None, scorer=self.scorer, now=self.now)
+        decided = self.prepared._decide(everything, None, self.scorer, self.now, (), None,
+                                        None, None, False)
         return {kind: sorted(d.cost or 1 for d in decided[pool.name] if d.outcome == "selected")
                 for kind, pool in zip(kinds, everything)}
 
@@ -768,8 +770,8 @@ def _rates(sample: _Sample, pools: list[Pool], chosen: Iterable[int]) -> dict[st
     picked = list(chosen)
     hits = {kind: 0 for kind in sample.types if sample.contextual[kind]}
     for q in picked:
-        decided = sample.prepared.decide(pools, sample.queries[q], scorer=sample.scorer,
-                                         now=sample.now)
+        decided = sample.prepared._decide(pools, sample.queries[q], sample.scorer,
+                                          sample.now, (), None, None, None, False)
         loaded = {id(d.entry) for got in decided.values() for d in got}
         for kind in hits:
             hits[kind] += all(id(d.entry) in loaded for d in sample.rankings[q][kind])

@@ -148,6 +148,11 @@ _call_pools = core._call_pools
 _check_score = core._check_score
 
 
+#: The span of a read, given the component, context, filter and engine: set by
+#: the package (poolsplit_core.tracing.read); None, copied alone: no read is traced.
+_traced_read: Optional[Callable[..., Any]] = None
+
+
 # -- PreparedStore: the same answers, prepared once for many queries ---------
 
 
@@ -454,16 +459,22 @@ class PreparedStore:
         costs what a stateless one does (to keep a query's speed, check the
         entries once, as they are written: ``poolsplit_core.check_entries``).
         """
-        checked = _check_pools(pools)
-        scorer = self.scorer if scorer is None else scorer
-        self._refuse_bad(strict, [], where, None, now)
-        walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [], where,
-                            None, max_always_tokens, lists=True)
-        if walked is None:
-            decided = self.decide(checked, context, scorer=scorer, now=now, where=where,
-                                  max_always_tokens=max_always_tokens, always_pool=always_pool)
-            return {name: [d.entry for d in picked] for name, picked in decided.items()}
-        return cast(Dict[str, List[Mapping[str, Any]]], walked[0])
+        with self._span(context, where) as span:
+            checked = _check_pools(pools)
+            scorer = self.scorer if scorer is None else scorer
+            self._refuse_bad(strict, [], where, None, now)
+            walked = self._walk(_call_pools(checked, always_pool), context, scorer, now, [],
+                                where, None, max_always_tokens, lists=True)
+            if walked is None:
+                decided = self._decide(checked, context, scorer, now, (), where, None,
+                                       max_always_tokens, always_pool, False)
+                got = {name: [d.entry for d in picked] for name, picked in decided.items()}
+            else:
+                got = cast(Dict[str, List[Mapping[str, Any]]], walked[0])
+            span.loaded(sum(map(len, got.values())), lambda: self.explain_pools(
+                checked, context, scorer=scorer, now=now, where=where,
+                max_always_tokens=max_always_tokens, always_pool=always_pool))
+        return got
 
     def explain_pools(
         self,
@@ -523,6 +534,35 @@ class PreparedStore:
         for :func:`retrieve_pools`, over the kept entries, and so is
         ``always_pool`` (an always-scope entry filtered out does not load).
         """
+        with self._span(context, where) as span:
+            got = self._decide(pools, context, scorer, now, extra, where, include,
+                               max_always_tokens, always_pool, strict)
+            span.loaded(sum(map(len, got.values())), lambda: self.explain_pools(
+                pools, context, scorer=scorer, now=now, extra=extra, where=where,
+                include=include, max_always_tokens=max_always_tokens, always_pool=always_pool))
+        return got
+
+    def _span(self, context: Optional[Mapping[str, Any]],
+              where: Optional[Mapping[str, Any]]) -> Any:
+        """The span of one read (a no-op unless tracing is on: ``poolsplit_core.tracing``)."""
+        if _traced_read is None:
+            return _UNTRACED
+        return _traced_read("PreparedStore", context, where, self.engine)
+
+    def _decide(
+        self,
+        pools: Sequence[Pool],
+        context: Optional[Mapping[str, Any]],
+        scorer: Optional[Scorer],
+        now: Optional[datetime],
+        extra: Sequence[Mapping[str, Any]],
+        where: Optional[Mapping[str, Any]],
+        include: Optional[Callable[[Mapping[str, Any]], bool]],
+        max_always_tokens: Optional[int],
+        always_pool: bool,
+        strict: bool = False,
+    ) -> Dict[str, List[Decision]]:
+        """:meth:`decide` untraced (the planner's many reads, a traced read's inner one)."""
         checked = _check_pools(pools)
         scorer = self.scorer if scorer is None else scorer
         extra = _check_entries(extra)
@@ -831,6 +871,22 @@ class PreparedStore:
             tuple(dataclasses.replace(d, index=kept[d.index]) for d in got.decisions),
             got.ledgers,
         )
+
+
+class _Untraced:
+    """The span of a read when this file is copied alone: it records nothing."""
+
+    def __enter__(self) -> _Untraced:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def loaded(self, count: int, explain: Callable[[], Explanation]) -> None:
+        """Nothing to record."""
+
+
+_UNTRACED = _Untraced()
 
 
 class IndexEngine(Protocol):

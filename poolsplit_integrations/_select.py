@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from poolsplit_core import tracing
 from poolsplit_core.poolsplit import Decision, Explanation, Pool, _hashable
 from poolsplit_integrations._live import LiveStore
 from poolsplit_integrations._options import (
@@ -269,15 +270,25 @@ class Selector:
         ``overrides`` (``project``, ``tags``) replace the default context for
         this call; ``k`` replaces the default cap.
         """
-        refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
         options = self.options
-        where = self.active_filter(filter, bound, extra=extra)
-        decided = self.live.store.decide(
-            options.pools, build_context(options.context, message, **overrides),
-            scorer=options.scorer, now=options.now, extra=extra, where=where,
-            max_always_tokens=options.max_always_tokens, always_pool=True)
-        self._warn_always(decided)
-        return assemble(decided, options.k if k is None else check_k(k))
+        context = build_context(options.context, message, **overrides)
+        component = self.owner[5:] if self.owner.startswith("this ") else self.owner
+        # One span per read, opened first so that a refused call is an error span
+        # (or the adapter's, opened before its own refusals: this joins it).
+        engine = self.live.store.engine
+        with tracing.read(component, context, None, engine, join=True) as span:
+            span.engine(engine)
+            refuse_unknown("Selector.select()", overrides, CONTEXT_KWARGS)
+            where = self.active_filter(filter, bound, extra=extra)
+            span.filtered(where)
+            decided = self.live.store.decide(
+                options.pools, context, scorer=options.scorer, now=options.now, extra=extra,
+                where=where, max_always_tokens=options.max_always_tokens, always_pool=True)
+            self._warn_always(decided)
+            got = assemble(decided, options.k if k is None else check_k(k))
+            span.loaded(len(got), lambda: self.explain(message, extra, filter=filter,
+                                                       bound=bound, **overrides), got)
+        return got
 
     def explain(
         self,

@@ -63,7 +63,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
+from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import (
@@ -77,6 +77,7 @@ from pydantic import (
 )
 from typing_extensions import Self
 
+from poolsplit_core import tracing
 from poolsplit_core.poolsplit import Decision, Explanation, Pool
 from poolsplit_integrations._candidates import (
     DEFAULT_TYPE,
@@ -238,10 +239,21 @@ def _call_overrides(
 def _to_document(doc: Document, loaded: Decision) -> Document:
     """A copy of ``doc`` (its class, id and text) whose metadata adds the ``poolsplit_*`` keys.
 
-    ``doc`` is untouched: the copy gets a new metadata dict. (Copying reads the
-    stored Document once; building a new one validates every field again.)
+    A candidate that came without an id gets one: its content and metadata's
+    uuid5, the same on every call (a trace can follow it). ``doc`` is
+    untouched: the copy gets a new metadata dict. (Copying reads the stored
+    Document once; building a new one validates every field again.)
     """
-    return doc.model_copy(update={"metadata": result_metadata(doc.metadata, loaded)})
+    update: dict[str, Any] = {"metadata": result_metadata(doc.metadata, loaded)}
+    if doc.id is None:  # a candidate without one: named by what makes it one (a trace's key)
+        entry_id = loaded.entry.get("id")
+        update["id"] = str(entry_id) if entry_id is not None else str(uuid.uuid5(
+            _CANDIDATE_IDS, repr((doc.page_content, sorted(doc.metadata.items(), key=repr)))))
+    return doc.model_copy(update=update)
+
+
+#: The namespace of the ids given to candidate Documents that came without one.
+_CANDIDATE_IDS = uuid.UUID("6f1c8a52-43a1-4d1e-9f5e-2b8d7c0e4a11")
 
 
 class _DocumentsView(Sequence[Document]):
@@ -340,6 +352,26 @@ def _pool_split(
     """
     loaded = select(selector, query, candidates, _CANDIDATES, bound=bound, **(overrides or {}))
     return [_to_document(doc, d) for doc, d in loaded]
+
+
+#: The custom event a retriever's run gets: the read's ledger (tracing.ledger_data).
+LEDGER_EVENT = "poolsplit_ledger"
+
+
+def _send_ledger(run_manager: CallbackManagerForRetrieverRun
+                 | AsyncCallbackManagerForRetrieverRun, selector: Selector, query: str,
+                 candidates: Sequence[Document], overrides: Mapping[str, Any],
+                 bound: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The read's ledger for the run's handlers (LangSmith's tracer among them), or None.
+
+    Computed only when one of the run's handlers takes custom events: it costs
+    an ``explain``.
+    """
+    if all(getattr(handler, "ignore_custom_event", False) for handler in run_manager.handlers):
+        return None
+    context = {key: value for key, value in overrides.items() if key != "k"}
+    return tracing.ledger_data(explain(selector, query, candidates, _CANDIDATES, bound=bound,
+                                       **context))
 
 
 class VectorStoreSource(VectorSource[Document]):
@@ -1031,13 +1063,20 @@ class PoolSplitRetriever(_Component, BaseRetriever):
             AlwaysScopeOverflowError: The always-scope documents that pass the
                 filter cost more than ``max_always_tokens``.
         """
-        selector, overrides, bound = self._start(kwargs)
-        candidates = self._source_candidates(selector, query, overrides, bound)
-        if self.base_retriever is not None:
-            candidates += self.base_retriever.invoke(
-                query, config={"callbacks": run_manager.get_child()}
-            )
-        return _pool_split(selector, query, candidates, overrides, bound)
+        with tracing.read(type(self).__name__, {"message": query}):  # a refusal: its error
+            selector, overrides, bound = self._start(kwargs)
+            candidates = self._source_candidates(selector, query, overrides, bound)
+            if self.base_retriever is not None:
+                candidates += self.base_retriever.invoke(
+                    query, config={"callbacks": run_manager.get_child()}
+                )
+            got = _pool_split(selector, query, candidates, overrides, bound)
+        ledger = _send_ledger(run_manager, selector, query, candidates, overrides, bound)
+        if ledger is not None:
+            # the retriever's run is the event's: LangSmith shows it there
+            run_manager.get_child().on_custom_event(LEDGER_EVENT, ledger,
+                                                    run_id=run_manager.run_id)
+        return got
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -1052,13 +1091,26 @@ class PoolSplitRetriever(_Component, BaseRetriever):
         Returns:
             The same documents :meth:`_get_relevant_documents` returns.
         """
-        selector, overrides, bound = self._start(kwargs)
-        candidates = self._source_candidates(selector, query, overrides, bound)
-        if self.base_retriever is not None:
-            candidates += await self.base_retriever.ainvoke(
-                query, config={"callbacks": run_manager.get_child()}
-            )
-        return _pool_split(selector, query, candidates, overrides, bound)
+        with tracing.read(type(self).__name__, {"message": query}):  # a refusal: its error
+            selector, overrides, bound = self._start(kwargs)
+            candidates = self._source_candidates(selector, query, overrides, bound)
+            if self.base_retriever is not None:
+                candidates += await self.base_retriever.ainvoke(
+                    query, config={"callbacks": run_manager.get_child()}
+                )
+            got = _pool_split(selector, query, candidates, overrides, bound)
+        ledger = _send_ledger(run_manager, selector, query, candidates, overrides, bound)
+        if ledger is not None:
+            await run_manager.get_child().on_custom_event(LEDGER_EVENT, ledger,
+                                                          run_id=run_manager.run_id)
+        return got
+
+    def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
+        """LangSmith's names for this retriever: ``poolsplit``, and the vector store it reads."""
+        params = LangSmithRetrieverParams(ls_retriever_name="poolsplit")
+        if self._source is not None:
+            params["ls_vector_store_provider"] = type(self._source.vector_store).__name__
+        return params
 
     def explain(self, query: str, config: RunnableConfig | None = None,
                 **kwargs: Any) -> Explanation:

@@ -144,6 +144,7 @@ from langgraph.store.base import (
 )
 from pydantic import ConfigDict, ValidationInfo, field_validator
 
+from poolsplit_core import tracing
 from poolsplit_core.checks import entry_problems
 from poolsplit_core.poolsplit import (
     Decision,
@@ -1258,14 +1259,16 @@ class PoolSplitStore(BaseStore):
 
         ``bound``: the user a namespace template named (see :meth:`_tenancy`).
         """
-        try:
+        with tracing.read("PoolSplitStore", context, filter):
+            try:
+                with self._calling(namespace, pools, max_always_tokens, filter, bound,
+                                   scoring=(context, now)) as call:
+                    return self._decided(call, context, now, always_pool)
+            except self._stale_readings() as exc:
+                self._read_whole_instead(namespace, exc)
             with self._calling(namespace, pools, max_always_tokens, filter, bound,
-                               scoring=(context, now)) as call:
+                               whole=True) as call:
                 return self._decided(call, context, now, always_pool)
-        except self._stale_readings() as exc:
-            self._read_whole_instead(namespace, exc)
-        with self._calling(namespace, pools, max_always_tokens, filter, bound, whole=True) as call:
-            return self._decided(call, context, now, always_pool)
 
     def _explain(
         self,
@@ -1334,25 +1337,31 @@ class PoolSplitStore(BaseStore):
             return await asyncio.to_thread(
                 self._decide, namespace, pools, context, now, max_always_tokens,
                 filter=filter, bound=bound, always_pool=always_pool)
-        try:
+        with tracing.read("PoolSplitStore", context, filter):
+            try:
+                async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
+                                          scoring=(context, now)) as call:
+                    if call.read.view.engine == "database":
+                        # the fill runs in a worker thread; its pages are read in this loop
+                        return await asyncio.to_thread(self._decided, call, context, now,
+                                                       always_pool)
+                    return self._decided(call, context, now, always_pool)
+            except self._stale_readings() as exc:
+                self._read_whole_instead(namespace, exc)
             async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
-                                      scoring=(context, now)) as call:
-                if call.read.view.engine == "database":
-                    # the fill runs in a worker thread; its pages are read in this loop
-                    return await asyncio.to_thread(self._decided, call, context, now,
-                                                   always_pool)
+                                      whole=True) as call:
                 return self._decided(call, context, now, always_pool)
-        except self._stale_readings() as exc:
-            self._read_whole_instead(namespace, exc)
-        async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
-                                  whole=True) as call:
-            return self._decided(call, context, now, always_pool)
 
     def _decided(self, call: _Call, context: Mapping[str, Any] | None, now: datetime | None,
                  always_pool: bool) -> tuple[dict[str, list[Decision]], dict[int, Item]]:
         """The core's loaded Decisions for a bound call, and each one's Item by index."""
+        span = tracing.current()
+        span.engine(call.read.view.engine)
+        span.filtered(call.core["where"], call.bound)
         if call.read.view.engine == "database":
-            return self._decided_in_database(call, context, now, always_pool)
+            got = self._decided_in_database(call, context, now, always_pool)
+            span.loaded(len(got[1]), None)  # (no ledger: that would be a second database read)
+            return got
 
         def run(call: _Call) -> dict[str, list[Decision]]:
             return call.read.view.prepared.decide(call.pools, context, now=now,
@@ -1364,6 +1373,8 @@ class PoolSplitStore(BaseStore):
         items = {d.index: view.items[d.entry["id"]] if d.index < stored
                  else read.live_items[d.index - stored]
                  for picked in decided.values() for d in picked}
+        span.loaded(sum(map(len, decided.values())), lambda: view.prepared.explain_pools(
+            call.pools, context, now=now, always_pool=always_pool, **call.core))
         return decided, items
 
     def _decided_in_database(self, call: _Call, context: Mapping[str, Any] | None,

@@ -102,6 +102,10 @@ from llama_index.core.bridge.pydantic import (  # noqa: E402
     field_validator,
 )
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.instrumentation.events.rerank import (  # noqa: E402
+    ReRankEndEvent,
+    ReRankStartEvent,
+)
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
 from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
@@ -124,9 +128,10 @@ from llama_index.core.vector_stores.types import (  # noqa: E402
     VectorStoreQuery,
 )
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn  # noqa: E402
+from llama_index_instrumentation import get_dispatcher  # noqa: E402
 from typing_extensions import Self  # noqa: E402
 
-from poolsplit_core import render  # noqa: E402
+from poolsplit_core import render, tracing  # noqa: E402
 from poolsplit_core.poolsplit import (  # noqa: E402
     Decision,
     Explanation,
@@ -177,6 +182,9 @@ __all__ = [
 
 #: Warnings about nodes that cannot load (a type no pool takes).
 logger = logging.getLogger(__name__)
+#: LlamaIndex's instrumentation dispatcher: the memory block's read is a span, the
+#: postprocessor's a reranker's events.
+dispatcher = get_dispatcher(__name__)
 
 #: Heading of the always-scope section in :class:`PoolSplitMemoryBlock` text (the core's
 #: :data:`poolsplit_core.render.CORRECTIONS_HEADING`: the block's text is ``render_pools``').
@@ -844,19 +852,22 @@ class PoolSplitRetriever(_Serialisable, BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Pool-split over the stored nodes and the base retriever's candidates."""
-        selector = self._selector()
-        return _pool_split_nodes(selector, query_bundle.query_str, self._candidates(query_bundle))
+        with tracing.read(type(self).__name__, {"message": query_bundle.query_str}):
+            selector = self._selector()  # a refusal: the span's error
+            return _pool_split_nodes(selector, query_bundle.query_str,
+                                     self._candidates(query_bundle))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve`: awaits the base retriever; the core itself is sync."""
-        selector = self._selector()
-        candidates: list[NodeWithScore] = []
-        if self._source is not None:
-            candidates = self._source.candidates(query_bundle, self._options.pools,
-                                                 self._options.filter)
-        if self._base_retriever is not None:
-            candidates.extend(await self._base_retriever.aretrieve(query_bundle))
-        return _pool_split_nodes(selector, query_bundle.query_str, candidates)
+        with tracing.read(type(self).__name__, {"message": query_bundle.query_str}):
+            selector = self._selector()  # a refusal: the span's error
+            candidates: list[NodeWithScore] = []
+            if self._source is not None:
+                candidates = self._source.candidates(query_bundle, self._options.pools,
+                                                     self._options.filter)
+            if self._base_retriever is not None:
+                candidates.extend(await self._base_retriever.aretrieve(query_bundle))
+            return _pool_split_nodes(selector, query_bundle.query_str, candidates)
 
 
 # --------------------------------------------------------------------------
@@ -1099,11 +1110,19 @@ class PoolSplitPostprocessor(_Component, BaseNodePostprocessor):
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         """Pool-split over the pinned nodes plus ``nodes``; the query is the message."""
-        selector = Selector(self._live, self.options(), owner="this PoolSplitPostprocessor",
-                            how="build it with filter={filter}")
-        selector.active_filter()
+        options = self.options()
         query = query_bundle.query_str if query_bundle is not None else ""
-        return _pool_split_nodes(selector, query, nodes)
+        with tracing.read(type(self).__name__, {"message": query}):
+            selector = Selector(self._live, options, owner="this PoolSplitPostprocessor",
+                                how="build it with filter={filter}")
+            selector.active_filter()  # a refusal: the span's error
+            # A reranker's events, so that instrumentation (OpenInference) shows a reranker
+            dispatcher.event(ReRankStartEvent(
+                query=query_bundle, nodes=nodes, model_name="poolsplit",
+                top_n=options.k if options.k is not None else len(nodes) + len(self.pinned)))
+            got = _pool_split_nodes(selector, query, nodes)
+            dispatcher.event(ReRankEndEvent(nodes=got))
+        return got
 
 
 # --------------------------------------------------------------------------
@@ -1255,6 +1274,7 @@ class PoolSplitMemoryBlock(_Component, BaseMemoryBlock[str]):
         """The store as entry dicts, as they are now (nodes mapped, dicts as they are)."""
         return self._live.store.entries
 
+    @dispatcher.span
     def render(self, message: str = "", **overrides: Any) -> str:
         """Run pool-split for ``message`` and render the text this block returns.
 

@@ -1,4 +1,4 @@
-"""Shared test settings: hypothesis profiles.
+"""Shared test settings: hypothesis profiles, and the tracing tests' ``spans`` exporter.
 
 ``default`` keeps ``make test`` fast and reproducible (derandomized);
 ``long`` is for a deep run by hand: ``HYPOTHESIS_PROFILE=long make test``.
@@ -7,6 +7,8 @@
 import os
 
 from hypothesis import HealthCheck, settings
+
+from tests.otel_support import spans  # noqa: F401 -- a fixture for every test module
 
 settings.register_profile(
     "default",
