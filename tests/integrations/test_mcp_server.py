@@ -11,6 +11,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -395,3 +396,32 @@ def test_a_pools_file_and_a_budget_from_the_command_line(tmp_path: Path) -> None
     data = got.structured_content
     assert list(data["ledger"]) == ["only"] and data["budget"] == 3
     assert data["ledger"]["only"]["max_tokens"] == 3 and data["pools"]["only"] == []
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_every_tool_over_streamable_http_on_loopback(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "poolsplit_integrations.mcp_server", "--store",
+         str(tmp_path / "m.sqlite"), "--user", "ana", "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the server listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        got = run(every_tool, f"http://127.0.0.1:{port}/mcp")
+        check_every_tool(got)
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
