@@ -425,3 +425,26 @@ def test_every_tool_over_streamable_http_on_loopback(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_every_tool_over_stdio_with_the_memory_in_postgresql(postgres_ready: str) -> None:
+    user = f"mcp-{os.getpid()}-{time.monotonic_ns()}"  # a namespace no other test writes
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "poolsplit_integrations.mcp_server", "--postgres", postgres_ready,
+              "--user", user])
+    check_every_tool(run(every_tool, params))
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(postgres_ready) as store:
+        (item,) = store.search(("memories", user), limit=10)  # the task was forgotten
+        assert item.value["scope"] == "always" and item.value["user_id"] == user
+
+
+def test_without_the_extra_the_command_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from poolsplit_core import cli
+
+    monkeypatch.setattr(cli, "_entry_points", lambda group: [])
+    assert cli_main(["mcp", "--user", "ana"]) == 2
+    assert "pip install 'poolsplit[mcp]'" in capsys.readouterr().err
