@@ -317,9 +317,9 @@ WRITER = textwrap.dedent("""
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
 
-    path, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tag, count, where = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     params = StdioServerParameters(command=sys.executable, args=[
-        "-m", "poolsplit_integrations.mcp_server", "--store", path, "--user", "ana"])
+        "-m", "poolsplit_integrations.mcp_server", *where])
 
     async def remember(client, i):
         got = await client.call_tool("remember", {
@@ -340,8 +340,11 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def writer(path: Path, tag: str, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, str(count)],
+def writer(path: Path, tag: str, count: int, where: list[str] | None = None
+           ) -> subprocess.Popen[str]:
+    """A client process; its server serves ana from ``path`` (or from ``where``'s arguments)."""
+    where = where or ["--store", str(path), "--user", "ana"]
+    return subprocess.Popen([sys.executable, "-c", WRITER, tag, str(count), *where],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -448,3 +451,18 @@ def test_without_the_extra_the_command_says_what_to_install(
     monkeypatch.setattr(cli, "_entry_points", lambda group: [])
     assert cli_main(["mcp", "--user", "ana"]) == 2
     assert "pip install 'poolsplit[mcp]'" in capsys.readouterr().err
+
+
+def test_two_client_processes_writing_to_one_postgresql_lose_nothing(postgres_ready: str) -> None:
+    user = f"mcp-{os.getpid()}-{time.monotonic_ns()}"
+    where = ["--postgres", postgres_ready, "--user", user]
+    procs = [writer(Path(), tag, 40, where) for tag in ("left", "right")]
+    outs = [proc.communicate(timeout=240)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    assert "ERROR" not in "".join(outs), outs
+    acked = [line for out in outs for line in out.split()]
+    assert len(acked) == 80
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(postgres_ready) as store:
+        assert {item.key for item in store.search(("memories", user), limit=1000)} == set(acked)
