@@ -419,9 +419,10 @@ def _run_command(name: str, argv: list[str]) -> int:
                              f" the group {COMMAND_ENTRY_POINTS!r}); install it with: {install}")
         try:
             command: Callable[[list[str]], int] = found[0].load()
-        except ImportError as exc:
-            raise UsageError(f"poolsplit {name} cannot be imported ({exc}); install it with:"
-                             f" {install}") from None
+        except ImportError as exc:  # (its message names the install when it is a missing package)
+            said = str(exc)
+            raise UsageError(said if install in said else f"poolsplit {name} cannot be imported"
+                             f" ({said}); install it with: {install}") from None
     except UsageError as exc:
         _write(sys.stderr, escape(f"poolsplit: error: {exc}") + "\n")
         return 2

@@ -466,3 +466,16 @@ def test_two_client_processes_writing_to_one_postgresql_lose_nothing(postgres_re
 
     with PostgresStore.from_conn_string(postgres_ready) as store:
         assert {item.key for item in store.search(("memories", user), limit=1000)} == set(acked)
+
+
+def test_a_missing_sdk_is_one_line_naming_each_package_and_the_install() -> None:
+    blocked = ("import sys; sys.modules['mcp'] = sys.modules['langgraph.store.sqlite'] = None\n"
+               "from poolsplit_core.cli import main\n"
+               "raise SystemExit(main(['mcp', '--user', 'ana']))\n")
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("poolsplit: error: ")
+    assert "mcp, langgraph-checkpoint-sqlite" in line
+    assert line.endswith("pip install 'poolsplit[mcp]'")
