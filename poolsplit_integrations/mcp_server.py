@@ -64,6 +64,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
+from poolsplit_core.checks import entry_problems
 from poolsplit_core.cli import reason
 from poolsplit_core.demo import SINGLE_POOL, SPLIT_POOLS
 from poolsplit_core.plan import load_pools
@@ -263,6 +264,10 @@ def build_server(
                 if given is not None:
                     value[key] = given
             value[USER_KEY] = user
+            # The checks every write gets (the store runs them again), worded for the caller.
+            problems = entry_problems(value, "remember")
+            if problems:
+                raise ValueError("; ".join(problems) + " (nothing was written)")
             key = f"m-{uuid.uuid4().hex[:16]}"
             store.put(namespace, key, value)
         return {"id": key}

@@ -479,3 +479,26 @@ def test_a_missing_sdk_is_one_line_naming_each_package_and_the_install() -> None
     assert line.startswith("poolsplit: error: ")
     assert "mcp, langgraph-checkpoint-sqlite" in line
     assert line.endswith("pip install 'poolsplit[mcp]'")
+
+
+def test_a_recall_reads_what_another_server_on_the_file_just_wrote_or_forgot(
+        tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+
+    async def both(one: Client, other: Client) -> list[list[str]]:
+        seen = [recalled_ids(await one.call_tool("recall", {"query": "tea"}))]
+        fresh = await other.call_tool("remember", {"content": "ana drinks green tea",
+                                                   "type": "preference"})
+        seen.append(recalled_ids(await one.call_tool("recall", {"query": "tea"})))
+        await other.call_tool("forget", {"id": fresh.structured_content["id"]})
+        seen.append(recalled_ids(await one.call_tool("recall", {"query": "tea"})))
+        return [seen[0], seen[1], seen[2], [fresh.structured_content["id"]]]
+
+    async def go(first: Any, second: Any) -> list[list[str]]:
+        async with Client(first) as one, Client(second) as other:
+            return await both(one, other)
+
+    with open_sqlite_store(path) as a, open_sqlite_store(path) as b:
+        before, after, forgotten, (fresh,) = anyio.run(
+            go, build_server(a, user="ana", pools=POOLS), build_server(b, user="ana", pools=POOLS))
+    assert before == [] and after == [fresh] and forgotten == []
