@@ -325,14 +325,20 @@ def build_server(
                               structured_content=data)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
-    def explain(query: str, budget: int | None = None) -> dict[str, Any]:
-        """Why each memory was or was not loaded for a query, one reason per memory."""
+    def explain(query: str, budget: int | None = None, id: str | None = None) -> dict[str, Any]:
+        """Why each memory was or was not loaded for a query, one reason per memory.
+
+        id: explain only the memory with this id.
+        """
         with _as_tool_error():
             why, spend = explained(query, budget)
+            decisions = [d for d in why.decisions if id is None or d.entry.get("id") == id]
+            if id is not None and not decisions:
+                raise LookupError(f"id: no memory with the id {id!r}")
         return {
             "budget": spend,
             "memories": [{"id": d.entry.get("id"), "outcome": d.outcome, "pool": d.pool,
-                          "reason": reason(d, why.ledgers)} for d in why.decisions],
+                          "reason": reason(d, why.ledgers)} for d in decisions],
             "skipped": [{"id": key, "problem": problem} for key, problem in why.skipped],
         }
 

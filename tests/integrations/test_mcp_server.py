@@ -76,10 +76,11 @@ async def every_tool(client: Client) -> dict[str, Any]:
     fix_id, task_id = fix.structured_content["id"], task.structured_content["id"]
     first = await client.call_tool("recall", {"query": "deploy billing"})
     why = await client.call_tool("explain", {"query": "deploy billing"})
+    one = await client.call_tool("explain", {"query": "deploy billing", "id": fix_id})
     gone = await client.call_tool("forget", {"id": task_id})
     second = await client.call_tool("recall", {"query": "deploy billing"})
-    return {"fix": fix_id, "task": task_id, "first": first, "why": why, "gone": gone,
-            "second": second}
+    return {"fix": fix_id, "task": task_id, "first": first, "why": why, "one": one,
+            "gone": gone, "second": second}
 
 
 def check_every_tool(got: dict[str, Any]) -> None:
@@ -93,6 +94,7 @@ def check_every_tool(got: dict[str, Any]) -> None:
     reasons = {m["id"]: m for m in got["why"].structured_content["memories"]}
     assert reasons[got["fix"]]["outcome"] == "always"
     assert reasons[got["task"]]["reason"].startswith("selected")
+    assert [m["id"] for m in got["one"].structured_content["memories"]] == [got["fix"]]
     assert not got["gone"].is_error
     assert got["task"] not in recalled_ids(got["second"])
     assert got["fix"] in recalled_ids(got["second"])
@@ -128,6 +130,7 @@ def test_annotations_say_which_tools_only_read_and_which_destroy(tmp_path: Path)
     ("recall", {"query": 5}, "query"),
     ("explain", {"query": "x", "budget": "lots"}, "budget"),
     ("forget", {"id": "m-nope"}, "id"),
+    ("explain", {"query": "x", "id": "m-nope"}, "id"),
     ("forget", {"id": "m-nope", "retire": "maybe"}, "retire"),
 ])
 def test_bad_arguments_are_tool_errors_naming_the_field_and_the_server_keeps_serving(
