@@ -15,13 +15,15 @@ keeps it in PostgreSQL). The host's model sees four tools and one resource:
 ``recall``     the memories for a query: the always tier first, then each
                pool's entries within its budget; the ledger (what each pool
                spent and left out) is the structured content
-``explain``    every memory's outcome and the reason for it
+``explain``    every memory's outcome and the reason for it (``id``: one
+               memory's)
 resource       ``poolsplit://always``: the always tier, for a host to load at
                session start (also the prompt ``session_start``)
 =============  ==========================================================
 
 The rules are the store's and the core's, never copied here: writes are
-checked by ``PoolSplitStore.put``, reads are its ``explain_pools`` (every
+checked by :func:`~poolsplit_core.checks.entry_problems` (worded for the
+caller) and again by ``PoolSplitStore.put``, reads are its ``explain_pools`` (every
 active correction loads, ``max_always_tokens`` raises
 :class:`~poolsplit_core.poolsplit.AlwaysScopeOverflowError` rather than drop
 one), tenancy is its filter on ``user_id``, prompt text is
