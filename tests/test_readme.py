@@ -415,7 +415,7 @@ def test_make_test_installs_the_notebook_kernel_but_not_jupyterlab():
 
 #: The extras a user installs; the rest (bench, docs, dev, mutate) are the project's own.
 USER_EXTRAS = ("langchain", "llamaindex", "langgraph", "postgres", "agents", "vectors", "fast",
-               "notebooks", "all")
+               "notebooks", "all", "mcp", "otel")
 
 
 def install_section(readme: Path) -> str:
