@@ -1283,8 +1283,8 @@ class PoolSplitStore(BaseStore):
         always_pool: bool = True,
     ) -> StoreExplanation:
         """:meth:`explain_pools`, for a namespace whose user ``bound`` names (:meth:`_tenancy`)."""
-        with self._calling(namespace, pools, max_always_tokens, filter, bound,
-                           whole=True) as call:
+        with tracing.read("PoolSplitStore", context, filter), self._calling(
+                namespace, pools, max_always_tokens, filter, bound, whole=True) as call:
             return self._explained(call, context, now, always_pool)
 
     async def _aexplain(
@@ -1304,9 +1304,10 @@ class PoolSplitStore(BaseStore):
             return await asyncio.to_thread(
                 self._explain, namespace, pools, context, now, max_always_tokens,
                 filter=filter, bound=bound, always_pool=always_pool)
-        async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
-                                  whole=True) as call:
-            return self._explained(call, context, now, always_pool)
+        with tracing.read("PoolSplitStore", context, filter):
+            async with self._acalling(namespace, pools, max_always_tokens, filter, bound,
+                                      whole=True) as call:
+                return self._explained(call, context, now, always_pool)
 
     def _stale_readings(self) -> type[Exception] | tuple[()]:
         """What a database-scored read raises on meeting a reading that is not its row's."""
@@ -1422,6 +1423,10 @@ class PoolSplitStore(BaseStore):
 
         call, got = self._core(call, run)
         read = call.read
+        span = tracing.current()  # (an explain is a read too: its ledger is the explanation)
+        span.engine(read.view.engine)
+        span.filtered(call.core["where"], call.bound)
+        span.loaded(sum(map(len, got.loaded().values())), lambda: got)
         # (a database read is the database at the call: nothing older answered)
         staleness = 0.0 if read.view.engine == "snapshot" else self.clock() - read.view.polled
         corrections = sum(entry.get("scope") == "always" for entry in read.live)

@@ -20,7 +20,7 @@ from tests.core import strategies as s
 from tests.otel_support import assert_ledger, only_span, read_spans
 
 # The GenAI memory span's attributes as the OpenTelemetry semantic conventions
-# (semantic-conventions-genai, registry gen-ai.md and error.type) spell them.
+# (semantic-conventions-genai, its attribute registry for gen_ai, and error.type) spell them.
 CONVENTIONS = {
     "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.memory.store.id",
     "gen_ai.memory.record.id", "gen_ai.memory.record.count", "gen_ai.memory.query.text",

@@ -21,7 +21,7 @@ from poolsplit_core.poolsplit import Pool
 from poolsplit_integrations import langchain as lc
 from poolsplit_integrations import llama_index as li
 from poolsplit_integrations.langgraph import PoolSplitStore
-from tests.otel_support import assert_ledger, only_span
+from tests.otel_support import assert_ledger, only_span, read_spans
 
 from ._llamaindex_support import NOW, offline_llamaindex  # noqa: F401 -- the fixture
 
@@ -366,3 +366,48 @@ def test_a_store_read_on_every_backend_is_one_span_naming_its_engine(spans, bare
     else:
         assert span.attributes["poolsplit.engine"] == explained.engine
         assert_ledger(span, explained.explanation)
+
+
+def test_a_store_explain_is_one_span_whose_ledger_is_the_explanation(spans, bare_store):
+    store = PoolSplitStore(bare_store)
+    for i, text, meta in ROWS:
+        store.put(("m", "ana"), i, {"content": text, **meta})
+    spans.clear()
+    explained = store.explain_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
+    span = only_span(spans)
+    assert span.attributes["poolsplit.engine"] == explained.engine
+    assert span.attributes["gen_ai.memory.record.count"] == sum(
+        map(len, explained.explanation.loaded().values()))
+    assert_ledger(span, explained.explanation)
+
+
+def test_an_mcp_recall_and_explain_are_one_span_each(spans, tmp_path):
+    import anyio
+    from mcp.client import Client
+
+    from poolsplit_integrations.mcp_server import build_server, open_sqlite_store
+
+    async def calls(client):
+        await client.call_tool("remember", {"content": "Staging runs on pg-2.",
+                                            "type": "correction", "scope": "always"})
+        await client.call_tool("remember", {"content": "deploy the api", "type": "task"})
+        spans.clear()
+        recalled = await client.call_tool("recall", {"query": "deploy the api"})
+        recall_spans = read_spans(spans)
+        spans.clear()
+        await client.call_tool("explain", {"query": "deploy the api"})
+        return recalled, recall_spans, read_spans(spans)
+
+    async def go():
+        async with Client(build_server(store, user="ana", pools=POOLS)) as client:
+            return await calls(client)
+
+    with open_sqlite_store(tmp_path / "m.sqlite") as store:
+        recalled, recall_spans, explain_spans = anyio.run(go)
+    assert len(recall_spans) == 1 and len(explain_spans) == 1
+    span = recall_spans[0]
+    assert span.attributes["poolsplit.user_filter"] is True
+    loaded = recalled.structured_content
+    assert span.attributes["gen_ai.memory.record.count"] == len(loaded["always"]) + sum(
+        map(len, loaded["pools"].values()))
+    assert "gen_ai.memory.query.text" not in span.attributes  # content capture is off
