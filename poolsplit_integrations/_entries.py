@@ -60,7 +60,8 @@ __all__ = [
 ]
 
 #: Metadata keys poolsplit adds to the documents it returns.
-RESULT_KEYS = ("poolsplit_pool", "poolsplit_score", "poolsplit_always", "poolsplit_similarity")
+RESULT_KEYS = ("poolsplit_id", "poolsplit_pool", "poolsplit_score", "poolsplit_always",
+               "poolsplit_similarity")
 #: The metadata keys the core scores and keeps books with (:data:`ENTRY_KEYS` without
 #: ``id`` and ``content``, which are not metadata), then :data:`RESULT_KEYS`: what a
 #: returned node hides from the prompt and the embedding, keeping it in its metadata.
@@ -98,15 +99,20 @@ def to_entry(
 
 
 def result_metadata(metadata: Mapping[str, Any] | None, loaded: Decision) -> dict[str, Any]:
-    """A copy of ``metadata`` with the four ``poolsplit_*`` keys of one loaded entry added.
+    """A copy of ``metadata`` with the five ``poolsplit_*`` keys of one loaded entry added.
+
+    ``poolsplit_id`` repeats the entry's id (``Document.id``, the node id, the
+    store key) in the metadata, where tracers that read only a document's
+    content and metadata (OpenInference's LangChain instrumentation) see it.
 
     >>> from poolsplit_core.poolsplit import Decision
-    >>> loaded = Decision({"similarity": 0.83}, 0, "selected", "work", score=4.5)
+    >>> loaded = Decision({"id": "t1", "similarity": 0.83}, 0, "selected", "work", score=4.5)
     >>> result_metadata({"type": "task"}, loaded)  # doctest: +NORMALIZE_WHITESPACE
-    {'type': 'task', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5,
+    {'type': 'task', 'poolsplit_id': 't1', 'poolsplit_pool': 'work', 'poolsplit_score': 4.5,
      'poolsplit_always': False, 'poolsplit_similarity': 0.83}
     """
     out = dict(metadata or {})
+    out["poolsplit_id"] = loaded.entry.get("id")
     out["poolsplit_pool"] = loaded.pool
     out["poolsplit_score"] = None if loaded.score is None else float(loaded.score)
     out["poolsplit_always"] = loaded.outcome == "always"

@@ -87,7 +87,9 @@ def test_the_langchain_retriever_span_lists_each_document_with_its_pool_and_scor
     docs = listed(span, "retrieval.documents.")
     assert [d["content"] for d in docs] == [doc.page_content for doc in got]
     metadata = [json.loads(d["metadata"]) for d in docs]
-    # OpenInference maps a Document's text and metadata (not its id): pool, score, always there
-    assert [(m["poolsplit_pool"], m["poolsplit_score"], m["poolsplit_always"]) for m in metadata
-            ] == [(doc.metadata["poolsplit_pool"], doc.metadata["poolsplit_score"],
-                   doc.metadata["poolsplit_always"]) for doc in got]
+    # OpenInference maps a Document's text and metadata (not its id): id, pool, score, always
+    assert [(m["poolsplit_id"], m["poolsplit_pool"], m["poolsplit_score"], m["poolsplit_always"])
+            for m in metadata] == [(doc.id, doc.metadata["poolsplit_pool"],
+                                    doc.metadata["poolsplit_score"],
+                                    doc.metadata["poolsplit_always"]) for doc in got]
+    assert all(doc.id for doc in got)
