@@ -119,12 +119,16 @@ def agent_over(store: Any, model: RecordingModel, **options: Any) -> Any:
                         middleware=[memory], store=store, context_schema=UserContext)
 
 
-def run(agent: Any, text: str, user: str | None, mode: str) -> dict[str, Any]:
-    state = {"messages": [HumanMessage(text)]}
-    context = None if user is None else {"user_id": user}
+def invoke(agent: Any, state: dict[str, Any], context: Any, mode: str) -> dict[str, Any]:
+    """One run of ``agent``: ``invoke``, or ``ainvoke`` in a fresh loop (mode ``async``)."""
     if mode == "async":
         return asyncio.run(agent.ainvoke(state, context=context))
     return agent.invoke(state, context=context)
+
+
+def run(agent: Any, text: str, user: str | None, mode: str) -> dict[str, Any]:
+    context = None if user is None else {"user_id": user}
+    return invoke(agent, {"messages": [HumanMessage(text)]}, context, mode)
 
 
 def assert_corrections_first(system: str, corrections: list[str]) -> None:
@@ -275,10 +279,7 @@ def test_a_key_the_store_requires_comes_from_the_context_or_the_run_is_refused(m
     assert model.requests == []
     state = {"messages": [HumanMessage("deploy")]}
     context = {"user_id": "ana", "org": "acme"}
-    if mode == "async":
-        asyncio.run(agent.ainvoke(state, context=context))
-    else:
-        agent.invoke(state, context=context)
+    invoke(agent, state, context, mode)
     system = system_text(model.requests[0])
     assert "- acme deploys the api" in system and "initech" not in system
 
@@ -326,10 +327,7 @@ def test_a_query_callable_chooses_what_the_memory_is_read_for(mode):
     state = {"messages": [HumanMessage("what about the queue?"), AIMessage("rabbit"),
                           HumanMessage("and the cache?")]}
     agent = agent_over(store, later, pools=pools)
-    if mode == "async":
-        asyncio.run(agent.ainvoke(state, context={"user_id": "ana"}))
-    else:
-        agent.invoke(state, context={"user_id": "ana"})
+    invoke(agent, state, {"user_id": "ana"}, mode)
     assert "- the cache runs on redis" in system_text(later.requests[0])
 
 
@@ -345,10 +343,7 @@ def test_a_dataclass_context_names_the_user(mode):
     memory = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "{user_id}"), now=NOW)
     agent = create_agent(model, [], middleware=[memory], store=store, context_schema=Ctx)
     state = {"messages": [HumanMessage("deploy")]}
-    if mode == "async":
-        asyncio.run(agent.ainvoke(state, context=Ctx("ana")))
-    else:
-        agent.invoke(state, context=Ctx("ana"))
+    invoke(agent, state, Ctx("ana"), mode)
     assert_corrections_first(system_text(model.requests[0]), corrections["ana"])
 
 
@@ -364,10 +359,7 @@ def test_a_poolsplit_retriever_is_a_source_too(mode):
     memory = PoolSplitMemoryMiddleware(retriever=retriever, report_left_out=True)
     agent = create_agent(model, [], middleware=[memory], context_schema=UserContext)
     state = {"messages": [HumanMessage("deploy the api")]}
-    if mode == "async":
-        asyncio.run(agent.ainvoke(state, context={"user_id": "ana"}))
-    else:
-        agent.invoke(state, context={"user_id": "ana"})
+    invoke(agent, state, {"user_id": "ana"}, mode)
     assert system_text(model.requests[0]) == (
         f"{HEADING}\n- Never deploy on Friday.\n\n## work\n- Deploy the api after the notes.")
     with pytest.raises(ValueError, match=r"context=\{'user_id'"):
@@ -388,10 +380,7 @@ def test_a_retriever_source_reports_what_each_pool_left_out(mode):
     memory = PoolSplitMemoryMiddleware(retriever=retriever, report_left_out=True)
     agent = create_agent(model, [], middleware=[memory], context_schema=UserContext)
     state = {"messages": [HumanMessage("deploy the api")]}
-    if mode == "async":
-        asyncio.run(agent.ainvoke(state, context={"user_id": "ana"}))
-    else:
-        agent.invoke(state, context={"user_id": "ana"})
+    invoke(agent, state, {"user_id": "ana"}, mode)
     why = retriever.explain("deploy the api", {"configurable": {"user_id": "ana"}})
     ledger = why.ledgers["work"]
     loaded = [f"- {d.page_content}" for d in retriever.invoke(
@@ -412,10 +401,7 @@ def test_a_store_retriever_source_fills_its_template_from_the_context(mode):
                          context_schema=UserContext)
     state = {"messages": [HumanMessage("deploy the api")]}
     for user in ("bo", "ana"):
-        if mode == "async":
-            asyncio.run(agent.ainvoke(state, context={"user_id": user}))
-        else:
-            agent.invoke(state, context={"user_id": user})
+        invoke(agent, state, {"user_id": user}, mode)
     for request, user in zip(model.requests, ("bo", "ana")):
         system = system_text(request)
         assert_corrections_first(system, corrections[user])

@@ -47,6 +47,14 @@ def nodes():
     return [TextNode(id_=i, text=text, metadata=dict(meta)) for i, text, meta in ROWS]
 
 
+def ana_store(base=None):
+    """A PoolSplitStore over ``base`` (default: an InMemoryStore) with ROWS under ("m", "ana")."""
+    store = PoolSplitStore(InMemoryStore() if base is None else base)
+    for i, text, meta in ROWS:
+        store.put(("m", "ana"), i, {"content": text, **meta})
+    return store
+
+
 def check(span, component, count, explanation):
     assert span.name == f"search_memory {component}"
     assert span.attributes["gen_ai.memory.store.id"] == component
@@ -89,9 +97,7 @@ def test_the_llamaindex_memory_block_read_is_one_span(spans):
 
 
 def test_the_langgraph_store_read_is_one_span_with_the_store_ledger(spans):
-    store = PoolSplitStore(InMemoryStore())
-    for i, text, meta in ROWS:
-        store.put(("m", "ana"), i, {"content": text, **meta})
+    store = ana_store()
     got = store.retrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
     span = only_span(spans)
     explained = store.explain_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
@@ -327,9 +333,7 @@ def test_the_async_store_read_and_the_store_retriever_are_one_span_each(spans):
 
     from poolsplit_integrations.langgraph import PoolSplitStoreRetriever
 
-    store = PoolSplitStore(InMemoryStore())
-    for i, text, meta in ROWS:
-        store.put(("m", "ana"), i, {"content": text, **meta})
+    store = ana_store()
     got = asyncio.run(store.aretrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"},
                                             now=NOW))
     span = only_span(spans)
@@ -350,9 +354,7 @@ def test_the_async_store_read_and_the_store_retriever_are_one_span_each(spans):
 
 
 def test_a_store_read_on_every_backend_is_one_span_naming_its_engine(spans, bare_store):
-    store = PoolSplitStore(bare_store)
-    for i, text, meta in ROWS:
-        store.put(("m", "ana"), i, {"content": text, **meta})
+    store = ana_store(bare_store)
     spans.clear()
     got = store.retrieve_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
     span = only_span(spans)
@@ -369,9 +371,7 @@ def test_a_store_read_on_every_backend_is_one_span_naming_its_engine(spans, bare
 
 
 def test_a_store_explain_is_one_span_whose_ledger_is_the_explanation(spans, bare_store):
-    store = PoolSplitStore(bare_store)
-    for i, text, meta in ROWS:
-        store.put(("m", "ana"), i, {"content": text, **meta})
+    store = ana_store(bare_store)
     spans.clear()
     explained = store.explain_pools(("m", "ana"), POOLS, {"message": "deploy the api"}, now=NOW)
     span = only_span(spans)
