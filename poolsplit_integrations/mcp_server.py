@@ -58,7 +58,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,10 +199,8 @@ def _shown(decision: Decision) -> dict[str, Any]:
 
 
 def _ledger(ledger: Ledger) -> dict[str, int]:
-    return {"max_tokens": ledger.max_tokens, "max_entries": ledger.max_entries,
-            "tokens_used": ledger.tokens_used, "selected": ledger.selected,
-            "always": ledger.always, "always_tokens": ledger.always_tokens,
-            "skipped_tokens": ledger.skipped_tokens, "skipped_entries": ledger.skipped_entries}
+    """One pool's ledger as the structured content lists it: its counts (the pool is the key)."""
+    return {field: value for field, value in asdict(ledger).items() if field != "pool"}
 
 
 def build_server(
