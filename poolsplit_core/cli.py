@@ -399,15 +399,8 @@ def _demo_hook(name: str, install: str) -> Callable[[], tuple[dict[str, Any], st
         UsageError: no such entry point is installed, or it cannot be imported;
             the message says what to install.
     """
-    found = [point for point in _entry_points(DEMO_ENTRY_POINTS) if point.name == name]
-    if not found:
-        raise UsageError(f"demo --{name} is not installed (no entry point {name!r} in the"
-                         f" group {DEMO_ENTRY_POINTS!r}); install it with: {install}")
-    try:
-        runner: Callable[[], tuple[dict[str, Any], str]] = found[0].load()
-    except ImportError as exc:
-        raise UsageError(f"demo --{name} cannot be imported ({exc}); install it with:"
-                         f" {install}") from None
+    runner: Callable[[], tuple[dict[str, Any], str]] = _load_entry_point(
+        DEMO_ENTRY_POINTS, name, f"demo --{name}", install)
     return runner
 
 
@@ -421,22 +414,33 @@ COMMANDS = {"mcp": "pip install 'poolsplit[mcp]'"}
 
 def _run_command(name: str, argv: list[str]) -> int:
     """Run the command ``name`` of :data:`COMMAND_ENTRY_POINTS`; exit 2 when it is not installed."""
-    install = COMMANDS[name]
-    found = [point for point in _entry_points(COMMAND_ENTRY_POINTS) if point.name == name]
     try:
-        if not found:
-            raise UsageError(f"poolsplit {name} is not installed (no entry point {name!r} in"
-                             f" the group {COMMAND_ENTRY_POINTS!r}); install it with: {install}")
-        try:
-            command: Callable[[list[str]], int] = found[0].load()
-        except ImportError as exc:  # (its message names the install when it is a missing package)
-            said = str(exc)
-            raise UsageError(said if install in said else f"poolsplit {name} cannot be imported"
-                             f" ({said}); install it with: {install}") from None
+        command: Callable[[list[str]], int] = _load_entry_point(
+            COMMAND_ENTRY_POINTS, name, f"poolsplit {name}", COMMANDS[name])
     except UsageError as exc:
         _write(sys.stderr, escape(f"poolsplit: error: {exc}") + "\n")
         return 2
     return int(command(argv))
+
+
+def _load_entry_point(group: str, name: str, what: str, install: str) -> Any:
+    """The entry point ``name`` of ``group``, imported: what ``what`` (a command) runs.
+
+    Raises:
+        UsageError: no such entry point is installed, or it cannot be imported;
+            the message says what to install (the import error's own message
+            when it already names the install).
+    """
+    found = [point for point in _entry_points(group) if point.name == name]
+    if not found:
+        raise UsageError(f"{what} is not installed (no entry point {name!r} in the"
+                         f" group {group!r}); install it with: {install}")
+    try:
+        return found[0].load()
+    except ImportError as exc:
+        said = str(exc)
+        raise UsageError(said if install in said else f"{what} cannot be imported ({said});"
+                         f" install it with: {install}") from None
 
 
 def _entry_points(group: str) -> list[Any]:
